@@ -1,3 +1,82 @@
-/* main: plaunch entry point; dispatches subcommands and the launcher run. */
+/* main: plaunch entry point; dispatches subcommands and runs the launcher on this node. */
+#include <errno.h>
 #include <stdio.h>
-int main(void) { puts("plaunch skeleton"); return 0; }
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "jobsetup.h"
+#include "log.h"
+#include "loop.h"
+#include "opts.h"
+#include "output.h"
+#include "sentinel.h"
+#include "supervise.h"
+
+extern char **environ;
+
+static int s_usage_error(const char *err)
+{
+    fprintf(stderr, "plaunch: error: %s\nTry 'plaunch --help' for the options.\n", err);
+    return 2;
+}
+
+static int s_run(int argc, char **argv)
+{
+    static struct opts o;
+    static struct job job;
+    char err[2048];
+    int code;
+    int rc = opts_load(&o, argc, argv, environ, err, sizeof err);
+    if (rc != 0)
+        return rc > 0 ? 0 : s_usage_error(err);
+    /* Orphaned grandchildren come to us, so they are reaped and killed with their generation. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (supervise_block_signals(NULL) < 0) {
+        fprintf(stderr, "plaunch: error: cannot block signals: %s\n", strerror(errno));
+        return 125;
+    }
+    if (jobsetup_init(&job, &o, environ, err, sizeof err, &code) < 0) {
+        jobsetup_fini(&job);
+        return code == 2 ? s_usage_error(err) : (fprintf(stderr, "plaunch: error: %s\n", err), code);
+    }
+    job.start_ns = loop_now_ns();
+    job.start_realtime_s = (int64_t)time(NULL);
+    char marker[sizeof job.agent_endpoint + 16];
+    snprintf(marker, sizeof marker, "PLAUNCH_AGENT=%s", job.agent_endpoint);
+    if (sentinel_start(marker) < 0)
+        fprintf(stderr, "plaunch: warning: no orphan sentinel (%s); workers still die with plaunch\n",
+                strerror(errno));
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/plaunch.log", job.log_dir);
+    log_set_origin(job.hostname);
+    if (log_open(path) < 0)
+        fprintf(stderr, "plaunch: warning: cannot write %s: %s\n", path, strerror(errno));
+    if (output_open_logs(&job, err, sizeof err) < 0) {
+        log_error("%s", err);
+        code = 2;
+        goto out;
+    }
+    log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
+             job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
+             o.prog_argv[0], job.log_dir);
+    if (!o.quiet)
+        fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.job_id, job.nworkers,
+                job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.gpu_mode ? " on GPUs " : "",
+                job.gpu_mode ? job.visible_devices : "", job.log_dir);
+    code = supervise_run(&job);
+    log_info("plaunch exits with %d", code);
+out:
+    sentinel_release();
+    output_close_logs(&job);
+    log_close();
+    jobsetup_fini(&job);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    return s_run(argc, argv);
+}

@@ -1,0 +1,71 @@
+/* job: what one node's launcher knows about the job and its workers; owned by the supervisor. */
+#ifndef PLAUNCH_JOB_H
+#define PLAUNCH_JOB_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loop.h"
+#include "opts.h"
+
+enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
+
+/* A partial line of a --tee rank waiting for its newline. */
+struct linebuf {
+    char *buf;
+    size_t len, cap;
+};
+
+struct worker {
+    int local_rank;
+    int rank;                  /* global rank in the current generation */
+    char gpu[64];              /* entry of CUDA_VISIBLE_DEVICES this worker uses; "" for CPU */
+    enum worker_state state;
+    pid_t pid;
+    int out_fd;                /* read end of the worker's stdout+stderr pipe; -1 when closed */
+    int exec_fd;               /* close-on-exec pipe: errno of a failed exec, EOF when exec worked */
+    int log_fd;                /* LOG_DIR/workerlog.<rank>, O_APPEND */
+    int tee;                   /* echo lines to the console */
+    struct linebuf line;
+    uint64_t start_ns, exit_ns;
+    int status;                /* wait status */
+    int exec_errno;            /* non-zero when exec failed */
+    off_t gen_log_start;       /* offset of this generation's marker in log_fd */
+};
+
+/* The first failure of a generation: what the root-cause block reports. */
+struct failure {
+    int valid;
+    int rank, local_rank, generation;
+    pid_t pid;
+    int status, exec_errno;
+    uint64_t when_ns;          /* monotonic */
+    int64_t when_realtime_s;
+};
+
+struct job {
+    struct opts opt;
+    char hostname[256];
+    char host_addr[256];       /* MASTER_ADDR / endpoint address */
+    char job_id[65];
+    char log_dir[PATH_MAX];    /* absolute */
+    char run_dir[PATH_MAX];    /* 0700 directory for sockets; removed at exit */
+    int gpu_mode;
+    int nworkers;              /* on this node */
+    int nnodes, node_rank, rank_base, world_size;
+    struct worker *workers;
+    int generation;
+    int restarts_left;
+    uint64_t start_ns;
+    int64_t start_realtime_s;
+    int master_port;
+    int *endpoint_ports;       /* one per rank, this node's ranks only on one node */
+    char *endpoints;           /* PADDLE_TRAINER_ENDPOINTS of the generation */
+    char *visible_devices;     /* CUDA_VISIBLE_DEVICES of this node's workers; NULL for CPU */
+    char agent_endpoint[PATH_MAX + 32]; /* PLAUNCH_AGENT */
+    char **base_env;           /* inherited environment minus the variables plaunch sets */
+    int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
+};
+
+#endif

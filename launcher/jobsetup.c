@@ -1,0 +1,259 @@
+/* jobsetup: turns options into a job: GPU list, worker ranks, log and run directories, tee ranks. */
+#include "jobsetup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpus.h"
+#include "idlist.h"
+#include "wenv.h"
+
+static const char *s_env_get(char **envp, const char *name)
+{
+    size_t len = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+            return *e + len + 1;
+    return NULL;
+}
+
+/* GPUs the NVIDIA driver exposes, counted without initialising CUDA; -1 when there is no driver. */
+static int s_driver_gpu_count(void)
+{
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* mkdir -p */
+static int s_mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* Resolves --gpus into the CUDA_VISIBLE_DEVICES entries of this node's workers; returns the count. */
+static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, char entries[][64], char *err,
+                          size_t errlen)
+{
+    static char parent[GPUS_MAX][64];
+    int ids[GPUS_MAX], all = 0, nparent = -1;
+    const char *cvd = s_env_get(envp, "CUDA_VISIBLE_DEVICES");
+    char why[512];
+    const char *spec = o->gpus[0] ? o->gpus : "all";
+    const char *origin = o->gpus[0] ? o->origin_gpus : "the default (every GPU of this node)";
+
+    if (cvd && *cvd && (nparent = gpus_split_visible(cvd, parent, GPUS_MAX, why, sizeof why)) < 0) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    int n = gpus_parse(spec, ids, GPUS_MAX, &all, why, sizeof why);
+    if (n < 0) {
+        snprintf(err, errlen, "%s '%s': %s", origin, spec, why);
+        return -1;
+    }
+    if (all) {
+        if (nparent > 0) {
+            n = nparent;
+        } else {
+            n = gpus_count_cuda(30000, why, sizeof why);
+            if (n <= 0) {
+                snprintf(err, errlen, "%s: no GPU found on %s (%s); for CPU workers use --nproc-per-node N",
+                         origin, job->hostname, n == 0 ? "the CUDA runtime reports 0 devices" : why);
+                return -1;
+            }
+        }
+        for (int i = 0; i < n; i++)
+            ids[i] = i;
+    }
+    int limit = nparent >= 0 ? nparent : s_driver_gpu_count();
+    for (int i = 0; i < n; i++) {
+        if (limit >= 0 && ids[i] >= limit) {
+            snprintf(err, errlen, "%s '%s': GPU %d does not exist; %s has %d GPU%s (0..%d)%s", origin, spec,
+                     ids[i], job->hostname, limit, limit == 1 ? "" : "s", limit - 1,
+                     nparent >= 0 ? " in CUDA_VISIBLE_DEVICES" : "");
+            return -1;
+        }
+        if (nparent >= 0)
+            snprintf(entries[i], 64, "%s", parent[ids[i]]);
+        else
+            snprintf(entries[i], 64, "%d", ids[i]);
+    }
+    return n;
+}
+
+static int s_setup_workers(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen)
+{
+    static char entries[GPUS_MAX][64];
+    int n;
+    /* Without --gpus and --nproc-per-node, a node with an NVIDIA driver runs one worker per GPU. */
+    job->gpu_mode = o->gpus[0] != '\0' || (o->nproc == 0 && (s_driver_gpu_count() > 0));
+    if (job->gpu_mode) {
+        n = s_resolve_gpus(job, o, envp, entries, err, errlen);
+        if (n < 0)
+            return -1;
+        if (o->nproc && o->nproc != n) {
+            snprintf(err, errlen, "%s asks for %d workers but %s '%s' names %d GPU%s: one worker per GPU; "
+                     "drop one of them", o->origin_nproc, o->nproc, o->origin_gpus, o->gpus, n, n == 1 ? "" : "s");
+            return -1;
+        }
+    } else {
+        n = o->nproc ? o->nproc : 1;
+    }
+    job->nworkers = n;
+    job->workers = calloc((size_t)n, sizeof *job->workers);
+    if (!job->workers) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t vlen = 0;
+    for (int i = 0; job->gpu_mode && i < n; i++)
+        vlen += strlen(entries[i]) + 1;
+    if (job->gpu_mode) {
+        job->visible_devices = calloc(vlen + 1, 1);
+        if (!job->visible_devices) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        struct worker *w = &job->workers[i];
+        w->local_rank = i;
+        w->rank = job->rank_base + i;
+        w->out_fd = w->exec_fd = w->log_fd = -1;
+        if (job->gpu_mode) {
+            snprintf(w->gpu, sizeof w->gpu, "%s", entries[i]);
+            if (i)
+                strcat(job->visible_devices, ",");
+            strcat(job->visible_devices, entries[i]);
+        }
+    }
+    return 0;
+}
+
+static int s_setup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
+{
+    static int ids[OPTS_MAX_WORKERS];
+    int n = 0;
+    if (strcmp(o->tee, "all") == 0) {
+        for (int i = 0; i < job->nworkers; i++)
+            job->workers[i].tee = 1;
+        return 0;
+    }
+    if (strcmp(o->tee, "none") == 0)
+        return 0;
+    char why[256];
+    n = idlist_parse(o->tee, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why);
+    for (int k = 0; k < n; k++) {
+        if (ids[k] >= job->world_size) {
+            snprintf(err, errlen, "%s '%s': rank %d does not exist; the job has ranks 0..%d", o->origin_tee,
+                     o->tee, ids[k], job->world_size - 1);
+            return -1;
+        }
+        int local = ids[k] - job->rank_base;
+        if (local >= 0 && local < job->nworkers)
+            job->workers[local].tee = 1;
+    }
+    return n < 0 ? -1 : 0;
+}
+
+static void s_random_job_id(char *out, size_t cap)
+{
+    unsigned char r[6] = { 0 };
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        unsigned long t = (unsigned long)time(NULL) ^ (unsigned long)getpid();
+        memcpy(r, &t, sizeof r < sizeof t ? sizeof r : sizeof t);
+    }
+    snprintf(out, cap, "job-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
+int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen, int *exit_code)
+{
+    memset(job, 0, sizeof *job);
+    job->opt = *o;
+    *exit_code = 2;
+    if (gethostname(job->hostname, sizeof job->hostname - 1) < 0)
+        snprintf(job->hostname, sizeof job->hostname, "localhost");
+    snprintf(job->host_addr, sizeof job->host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
+    if (o->job_id[0])
+        snprintf(job->job_id, sizeof job->job_id, "%s", o->job_id);
+    else
+        s_random_job_id(job->job_id, sizeof job->job_id);
+    job->nnodes = 1;
+    job->node_rank = 0;
+    job->rank_base = 0;
+    job->restarts_left = o->max_restarts;
+    if (s_setup_workers(job, o, envp, err, errlen) < 0)
+        return -1;
+    job->world_size = job->nworkers;
+    if (s_setup_tee(job, o, err, errlen) < 0)
+        return -1;
+
+    *exit_code = 125;
+    if (s_mkdirs(o->log_dir) < 0 || !realpath(o->log_dir, job->log_dir)) {
+        snprintf(err, errlen, "cannot create log directory '%s': %s; choose another with --log-dir", o->log_dir,
+                 strerror(errno));
+        *exit_code = 2;
+        return -1;
+    }
+    const char *tmp = s_env_get(envp, "TMPDIR");
+    snprintf(job->run_dir, sizeof job->run_dir, "%s/plaunch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(job->run_dir)) {
+        snprintf(err, errlen, "cannot create a run directory in %s: %s (set TMPDIR to a writable directory)",
+                 tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        job->run_dir[0] = '\0';
+        return -1;
+    }
+    snprintf(job->agent_endpoint, sizeof job->agent_endpoint, "ipc://%s/agent", job->run_dir);
+    job->endpoint_ports = calloc((size_t)job->nworkers, sizeof *job->endpoint_ports);
+    if (!job->endpoint_ports || wenv_init(job, envp) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *exit_code = 0;
+    return 0;
+}
+
+void jobsetup_fini(struct job *job)
+{
+    if (job->run_dir[0]) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/agent", job->run_dir);
+        unlink(path);
+        rmdir(job->run_dir);
+        job->run_dir[0] = '\0';
+    }
+    wenv_fini(job);
+    free(job->workers);
+    free(job->visible_devices);
+    free(job->endpoint_ports);
+    free(job->endpoints);
+    job->workers = NULL;
+    job->visible_devices = NULL;
+    job->endpoint_ports = NULL;
+    job->endpoints = NULL;
+}

@@ -1,0 +1,11 @@
+/* jobsetup: turns options into a job: GPU list, worker ranks, log and run directories, tee ranks. */
+#ifndef PLAUNCH_JOBSETUP_H
+#define PLAUNCH_JOBSETUP_H
+
+#include "job.h"
+
+/* Returns 0, or -1 with err filled; *exit_code is then 2 for bad input, 125 for launcher failures. */
+int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen, int *exit_code);
+void jobsetup_fini(struct job *job);
+
+#endif

@@ -1,0 +1,415 @@
+/* opts: the launcher's options, one table read from the command line, PLAUNCH_* variables and the
+ * config file, with precedence CLI > environment > config file > defaults. */
+#include "opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpus.h"
+#include "idlist.h"
+
+typedef int (*opt_set_fn)(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+
+struct optdef {
+    const char *name;   /* long option; env PLAUNCH_<NAME>; config key (dashes or underscores) */
+    const char *alias1; /* other spellings people bring from torchrun / paddle */
+    const char *alias2;
+    int has_arg;
+    opt_set_fn set;
+    const char *metavar;
+    const char *help;
+};
+
+static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strlen(val) >= cap) {
+        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
+        return -1;
+    }
+    memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}
+
+/* Parses a whole decimal integer in [lo, hi]; -1 with a message naming origin and the expected form. */
+static int s_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what,
+                 char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        snprintf(err, errlen, "%s '%s': expected %s, a whole number from %ld to %ld", origin, val, what,
+                 lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int s_set_gpus(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int ids[GPUS_MAX], all;
+    char why[512];
+    if (gpus_parse(val, ids, GPUS_MAX, &all, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s '%s': %s", origin, val, why);
+        return -1;
+    }
+    snprintf(o->origin_gpus, sizeof o->origin_gpus, "%s", origin);
+    return s_copy(o->gpus, sizeof o->gpus, val, origin, err, errlen);
+}
+
+static int s_set_nproc(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 1, OPTS_MAX_WORKERS, &v, origin, "the number of workers", err, errlen) < 0)
+        return -1;
+    o->nproc = (int)v;
+    snprintf(o->origin_nproc, sizeof o->origin_nproc, "%s", origin);
+    return 0;
+}
+
+static int s_set_log_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (!*val) {
+        snprintf(err, errlen, "%s: empty log directory; give a path such as 'log'", origin);
+        return -1;
+    }
+    return s_copy(o->log_dir, sizeof o->log_dir, val, origin, err, errlen);
+}
+
+static int s_set_job_id(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    size_t len = strlen(val);
+    int ok = len >= 1 && len <= 64;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = isalnum((unsigned char)val[i]) || val[i] == '-' || val[i] == '_' || val[i] == '.';
+    if (!ok) {
+        snprintf(err, errlen, "%s '%s': expected a job id of 1 to 64 letters, digits, '.', '-' or '_'",
+                 origin, val);
+        return -1;
+    }
+    return s_copy(o->job_id, sizeof o->job_id, val, origin, err, errlen);
+}
+
+static int s_set_tee(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int ids[OPTS_MAX_WORKERS];
+    char why[512];
+    if (strcmp(val, "all") != 0 && strcmp(val, "none") != 0 &&
+        idlist_parse(val, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s '%s': %s; expected 'all', 'none' or ranks like 0,3 or 0-3", origin, val,
+                 why);
+        return -1;
+    }
+    snprintf(o->origin_tee, sizeof o->origin_tee, "%s", origin);
+    return s_copy(o->tee, sizeof o->tee, val, origin, err, errlen);
+}
+
+static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, 1000000, &v, origin, "the number of restarts", err, errlen) < 0)
+        return -1;
+    o->max_restarts = (int)v;
+    return 0;
+}
+
+static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !(v >= 0 && v <= 86400)) {
+        snprintf(err, errlen, "%s '%s': expected seconds from 0 to 86400, e.g. 10 or 2.5", origin, val);
+        return -1;
+    }
+    o->grace = v;
+    return 0;
+}
+
+static int s_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->config, sizeof o->config, val, origin, err, errlen);
+}
+
+static int s_set_host(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (!*val || strchr(val, ',') || strchr(val, ' ')) {
+        snprintf(err, errlen, "%s '%s': expected one host name or address", origin, val);
+        return -1;
+    }
+    return s_copy(o->host, sizeof o->host, val, origin, err, errlen);
+}
+
+static int s_set_quiet(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 || strcmp(val, "yes") == 0)
+        o->quiet = 1;
+    else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
+        o->quiet = 0;
+    else {
+        snprintf(err, errlen, "%s '%s': expected true or false", origin, val);
+        return -1;
+    }
+    return 0;
+}
+
+static const struct optdef s_defs[] = {
+    { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
+      "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
+      "reports). Ids index CUDA_VISIBLE_DEVICES when it is already set." },
+    { "nproc-per-node", "nproc_per_node", NULL, 1, s_set_nproc, "N",
+      "Number of workers on this node; CPU workers when --gpus is not given." },
+    { "log-dir", "log_dir", NULL, 1, s_set_log_dir, "DIR",
+      "Directory for workerlog.<rank> and plaunch.log (default: log)." },
+    { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random)." },
+    { "tee", NULL, NULL, 1, s_set_tee, "RANKS",
+      "Ranks whose output is shown on the console with a [rank N] prefix: 0,3 or all or none "
+      "(default: 0). Every rank's output is always in its workerlog." },
+    { "max-restarts", "max_restarts", "max_restart", 1, s_set_max_restarts, "N",
+      "Restart the whole job up to N times after a worker fails (default: 0)." },
+    { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
+      "Time workers get after SIGTERM before SIGKILL (default: 10)." },
+    { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
+    { "host", NULL, NULL, 1, s_set_host, "ADDR",
+      "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
+    { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
+};
+#define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
+
+/* Matches a name with '-' and '_' treated alike; returns the definition or NULL. */
+static const struct optdef *s_find(const char *name, size_t len)
+{
+    for (int i = 0; i < NDEFS; i++) {
+        const char *cands[3] = { s_defs[i].name, s_defs[i].alias1, s_defs[i].alias2 };
+        for (int c = 0; c < 3; c++) {
+            if (!cands[c] || strlen(cands[c]) != len)
+                continue;
+            size_t k = 0;
+            for (; k < len; k++) {
+                char a = cands[c][k] == '_' ? '-' : cands[c][k], b = name[k] == '_' ? '-' : name[k];
+                if (a != b)
+                    break;
+            }
+            if (k == len)
+                return &s_defs[i];
+        }
+    }
+    return NULL;
+}
+
+void opts_usage(const char *prog)
+{
+    printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"
+           "       %s probe [OPTIONS]        AllReduce bandwidth and scaling report (plaunch probe --help)\n"
+           "       %s certs init|issue ...   private job CA and node certificates (plaunch certs --help)\n\n"
+           "Starts one worker per GPU (or N CPU workers), gives each the rank/world environment of\n"
+           "PyTorch (torchrun), PaddlePaddle and NCCL programs, supervises them and keeps their logs.\n\n"
+           "Options (each also PLAUNCH_<NAME> in the environment, or NAME in the --config file;\n"
+           "the command line wins over the environment, which wins over the file):\n",
+           prog, prog, prog);
+    for (int i = 0; i < NDEFS; i++) {
+        char left[80];
+        snprintf(left, sizeof left, "--%s%s%s", s_defs[i].name, s_defs[i].has_arg ? " " : "",
+                 s_defs[i].has_arg ? s_defs[i].metavar : "");
+        printf("  %-26s %s\n", left, s_defs[i].help);
+        if (s_defs[i].alias1)
+            printf("  %-26s (also --%s%s%s)\n", "", s_defs[i].alias1, s_defs[i].alias2 ? ", --" : "",
+                   s_defs[i].alias2 ? s_defs[i].alias2 : "");
+    }
+    printf("  %-26s %s\n  %-26s %s\n\n", "-h, --help", "Show this help.", "--version", "Show the version.");
+    printf("Exit status: the first failing worker's exit code (128+N when killed by signal N);\n"
+           "2 for bad options or input; 126/127 when PROGRAM cannot be run or is not found;\n"
+           "125 when the launcher itself fails; 128+N when plaunch was stopped by signal N.\n"
+           "Logs: LOG_DIR/workerlog.<rank> (every byte each worker wrote), LOG_DIR/plaunch.log.\n"
+           "See plaunch(1) and docs/environment.md for the variables each worker gets.\n");
+}
+
+struct ini_state {
+    struct opts *o;
+    FILE *f;
+    int lineno;                /* counted by s_ini_reader: the Debian inih has no line numbers */
+    const char *path;
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+/* fgets for inih that counts lines, so errors can name file:line. */
+static char *s_ini_reader(char *buf, int size, void *stream)
+{
+    struct ini_state *st = stream;
+    char *r = fgets(buf, size, st->f);
+    if (r)
+        st->lineno++;
+    return r;
+}
+
+static int s_ini_handler(void *user, const char *section, const char *name, const char *value)
+{
+    struct ini_state *st = user;
+    int lineno = st->lineno;
+    char origin[PATH_MAX + 80];
+    if (st->failed)
+        return 1;
+    snprintf(origin, sizeof origin, "%s:%d: %s", st->path, lineno, name);
+    if (section[0] && strcmp(section, "plaunch") != 0) {
+        snprintf(st->err, st->errlen, "%s:%d: unknown section [%s]; options belong in [plaunch]", st->path,
+                 lineno, section);
+        st->failed = 1;
+        return 1;
+    }
+    const struct optdef *d = s_find(name, strlen(name));
+    if (!d || d->set == s_set_config) {
+        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; known keys: gpus, nproc_per_node, log_dir, "
+                 "job_id, tee, max_restarts, grace, host, quiet", st->path, lineno, name);
+        st->failed = 1;
+        return 1;
+    }
+    if (d->set(st->o, value, origin, st->err, st->errlen) < 0)
+        st->failed = 1;
+    return 1;
+}
+
+static int s_load_config(struct opts *o, const char *path, char *err, size_t errlen)
+{
+    struct ini_state st = { .o = o, .path = path, .err = err, .errlen = errlen };
+    st.f = fopen(path, "r");
+    if (!st.f) {
+        snprintf(err, errlen, "config file '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = ini_parse_stream(s_ini_reader, &st, s_ini_handler, &st);
+    fclose(st.f);
+    if (st.failed)
+        return -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "config file '%s' line %d: not 'key = value' (or a line over 200 characters)",
+                 path, rc);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *s_env_get(char **envp, const char *name)
+{
+    size_t len = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+            return *e + len + 1;
+    return NULL;
+}
+
+/* PLAUNCH_<NAME> with dashes as underscores, upper case. */
+static void s_env_name(const struct optdef *d, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "PLAUNCH_");
+    for (const char *p = d->name; *p && n + 1 < cap; p++)
+        buf[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    buf[n] = '\0';
+}
+
+struct cli_pair {
+    const struct optdef *def;
+    const char *val;
+    char origin[80];
+};
+
+int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, size_t errlen)
+{
+    static struct cli_pair pairs[256];
+    int npairs = 0, i;
+    memset(o, 0, sizeof *o);
+    snprintf(o->log_dir, sizeof o->log_dir, "log");
+    snprintf(o->tee, sizeof o->tee, "0");
+    snprintf(o->origin_tee, sizeof o->origin_tee, "the default --tee");
+    o->grace = 10;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            opts_usage("plaunch");
+            return 1;
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("plaunch %s\n", PLAUNCH_VERSION);
+            return 1;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        if (a[1] != '-') {
+            snprintf(err, errlen, "unknown option '%s'; options are long (--gpus, --nproc-per-node, ...), "
+                     "see plaunch --help; put '--' before a program whose name starts with '-'", a);
+            return -1;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct optdef *d = s_find(name, nlen);
+        if (!d) {
+            snprintf(err, errlen, "unknown option '--%.*s'; see plaunch --help", (int)nlen, name);
+            return -1;
+        }
+        if (npairs == (int)(sizeof pairs / sizeof *pairs)) {
+            snprintf(err, errlen, "too many options");
+            return -1;
+        }
+        struct cli_pair *p = &pairs[npairs++];
+        p->def = d;
+        snprintf(p->origin, sizeof p->origin, "--%.*s", (int)(nlen > 60 ? 60 : nlen), name);
+        if (!d->has_arg) {
+            if (eq) {
+                snprintf(err, errlen, "option '--%s' takes no value", d->name);
+                return -1;
+            }
+            p->val = "1";
+        } else if (eq) {
+            p->val = eq + 1;
+        } else if (i + 1 < argc) {
+            p->val = argv[++i];
+        } else {
+            snprintf(err, errlen, "option '--%s' needs a value (%s)", d->name, d->metavar);
+            return -1;
+        }
+    }
+    o->prog_argc = argc - i;
+    o->prog_argv = argv + i;
+
+    /* The config file is named on the command line or in the environment, then read first. */
+    const char *cfg = s_env_get(envp, "PLAUNCH_CONFIG");
+    for (int k = 0; k < npairs; k++)
+        if (pairs[k].def->set == s_set_config)
+            cfg = pairs[k].val;
+    if (cfg && *cfg) {
+        snprintf(o->config, sizeof o->config, "%s", cfg);
+        if (s_load_config(o, cfg, err, errlen) < 0)
+            return -1;
+    }
+    for (int k = 0; k < NDEFS; k++) {
+        char name[64], origin[80];
+        s_env_name(&s_defs[k], name, sizeof name);
+        const char *v = s_env_get(envp, name);
+        if (!v || !*v || s_defs[k].set == s_set_config)
+            continue;
+        snprintf(origin, sizeof origin, "environment %s", name);
+        if (s_defs[k].set(o, v, origin, err, errlen) < 0)
+            return -1;
+    }
+    for (int k = 0; k < npairs; k++)
+        if (pairs[k].def->set(o, pairs[k].val, pairs[k].origin, err, errlen) < 0)
+            return -1;
+
+    if (o->prog_argc < 1) {
+        snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "
+                 "(e.g. plaunch --nproc-per-node 4 python3 train.py)");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* opts: the launcher's options, one table read from the command line, PLAUNCH_* variables and the
+ * config file, with precedence CLI > environment > config file > defaults. */
+#ifndef PLAUNCH_OPTS_H
+#define PLAUNCH_OPTS_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define OPTS_MAX_WORKERS 1024
+
+struct opts {
+    char gpus[1024];           /* "" = CPU workers */
+    int nproc;                 /* 0 = unset */
+    char log_dir[PATH_MAX];
+    char job_id[65];
+    char tee[1024];
+    int max_restarts;
+    double grace;              /* seconds */
+    char config[PATH_MAX];
+    char host[256];            /* address advertised to workers (MASTER_ADDR on one node) */
+    int quiet;
+    /* Where each value came from, for error messages that name the offending input. */
+    char origin_gpus[300], origin_nproc[300], origin_tee[300];
+    int prog_argc;
+    char **prog_argv;          /* borrowed from argv */
+};
+
+/* Fills o from defaults, config file, environment (envp) and argv (argv[0] is the program name).
+ * Returns 0 to run, 1 when --help/--version was printed, -1 on bad input with err filled
+ * (the caller exits 2). */
+int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, size_t errlen);
+
+/* Prints usage to stdout. */
+void opts_usage(const char *prog);
+
+#endif

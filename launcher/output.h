@@ -1,0 +1,21 @@
+/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank>, and --tee ranks to the console
+ * line by line with a [rank N] prefix. Nothing is buffered on the way to the log file. */
+#ifndef PLAUNCH_OUTPUT_H
+#define PLAUNCH_OUTPUT_H
+
+#include "job.h"
+
+/* Opens (first generation: truncates) workerlog.<rank> for every worker; -1 with a message in err. */
+int output_open_logs(struct job *job, char *err, size_t errlen);
+void output_close_logs(struct job *job);
+/* Writes the generation marker line to the worker's log and remembers where this generation starts. */
+void output_marker(const struct job *job, struct worker *w);
+/* Moves what is readable now from the pipe to the log (at most max_bytes; 0 = all). Returns 1 at EOF,
+ * 0 otherwise. */
+int output_pump(struct worker *w, size_t max_bytes);
+/* Reads what is left without blocking, flushes a partial console line, closes the pipe. */
+void output_finish(struct worker *w);
+/* Copies the last nlines lines of this generation's log into buf (printable, indented); returns buf. */
+char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,155 @@
+/* sentinel: a tiny watcher process that kills the workers' process groups if the launcher itself dies
+ * (SIGKILL, OOM) so that no worker or worker child outlives it. */
+#include "sentinel.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define SENTINEL_MAX_GROUPS 65536
+
+static int s_fd = -1;
+static pid_t s_pid = -1;
+
+/* Does /proc/<pid>/environ hold marker? Reads in chunks so long environments are scanned whole. */
+static int s_has_marker(const char *pid, const char *marker)
+{
+    char path[64], buf[8192];
+    size_t mlen = strlen(marker), keep = 0;
+    snprintf(path, sizeof path, "/proc/%s/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int found = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + keep, sizeof buf - keep);
+        if (n <= 0)
+            break;
+        size_t len = keep + (size_t)n;
+        for (size_t i = 0; i + mlen <= len && !found; i++)
+            found = (i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, marker, mlen) == 0 &&
+                    (i + mlen == len || buf[i + mlen] == '\0');
+        if (found || mlen >= sizeof buf / 2)
+            break;
+        keep = len < mlen ? len : mlen;
+        memmove(buf, buf + len - keep, keep);
+    }
+    close(fd);
+    return found;
+}
+
+/* Kills every process that still carries the worker marker: descendants that left their group. */
+static void s_kill_marked(const char *marker)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *e;
+    pid_t self = getpid();
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid != self && s_has_marker(e->d_name, marker))
+            kill(pid, SIGKILL);
+    }
+    closedir(d);
+}
+
+static void s_run(int fd, const char *marker)
+{
+    static pid_t groups[SENTINEL_MAX_GROUPS];
+    int n = 0, released = 0;
+    int32_t rec;
+    for (;;) {
+        ssize_t r = read(fd, &rec, sizeof rec);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != (ssize_t)sizeof rec)
+            break;
+        if (rec == 0) {
+            released = 1;
+            continue;
+        }
+        released = 0;
+        if (n < SENTINEL_MAX_GROUPS)
+            groups[n++] = rec;
+    }
+    if (released)
+        _exit(0);
+    for (int i = 0; i < n; i++)
+        kill(-groups[i], SIGKILL);
+    if (marker[0])
+        s_kill_marked(marker);
+    _exit(0);
+}
+
+pid_t sentinel_start(const char *marker)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        errno = e;
+        return -1;
+    }
+    if (pid == 0) {
+        /* Own process group: a Ctrl-C meant for the job must not kill the watcher first. */
+        setpgid(0, 0);
+        sigset_t all;
+        sigfillset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        prctl(PR_SET_NAME, "plaunch-sentinel");
+        close(p[1]);
+        for (int fd = 0; fd < 3; fd++)
+            if (fd != p[0]) {
+                int nul = open("/dev/null", O_RDWR);
+                if (nul >= 0 && nul != fd) {
+                    dup2(nul, fd);
+                    close(nul);
+                }
+            }
+        s_run(p[0], marker ? marker : "");
+    }
+    close(p[0]);
+    s_fd = p[1];
+    s_pid = pid;
+    return pid;
+}
+
+static void s_send(int32_t rec)
+{
+    if (s_fd < 0)
+        return;
+    while (write(s_fd, &rec, sizeof rec) < 0 && errno == EINTR)
+        ;
+}
+
+void sentinel_watch(pid_t pgid)
+{
+    s_send((int32_t)pgid);
+}
+
+void sentinel_release(void)
+{
+    s_send(0);
+    if (s_fd >= 0)
+        close(s_fd);
+    s_fd = -1;
+}
+
+pid_t sentinel_pid(void)
+{
+    return s_pid;
+}

@@ -1,0 +1,18 @@
+/* spawn: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
+#ifndef PLAUNCH_SPAWN_H
+#define PLAUNCH_SPAWN_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* Starts argv[0] (searched in PATH of envp) with envp, stdin from /dev/null, stdout and stderr into one
+ * new pipe whose read end is returned in *out_fd; *exec_fd receives the errno of a failed exec (read it
+ * after the child exited: 4 bytes = failure, EOF = exec worked). The child is a process-group leader,
+ * gets SIGKILL when the launcher dies, and starts with the signal mask and dispositions reset.
+ * Returns the pid, or -1 with errno (nothing left open). */
+pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *exec_fd);
+
+/* Reads the exec errno recorded for a child that has exited: 0 when exec had worked. Closes *exec_fd. */
+int spawn_exec_errno(int *exec_fd);
+
+#endif

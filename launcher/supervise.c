@@ -1,0 +1,505 @@
+/* supervise: the node's supervision core: one event loop (signalfd, worker pipes, deadlines) driving an
+ * explicit state x event table for start, failure, restart, signal forwarding and shutdown. */
+#include "supervise.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+#include "output.h"
+#include "sentinel.h"
+#include "spawn.h"
+#include "summary.h"
+#include "wenv.h"
+
+enum sup_state { ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
+enum sup_event {
+    EV_WORKER_OK,     /* a worker exited 0 */
+    EV_WORKER_FAIL,   /* a worker exited non-zero or was killed */
+    EV_ALL_GONE,      /* no worker of the generation is left */
+    EV_STOP_SIGNAL,   /* TERM INT HUP QUIT to the launcher */
+    EV_FWD_SIGNAL,    /* USR1 USR2: forwarded, the job goes on */
+    EV_GRACE_EXPIRED, /* --grace passed since the stop began */
+    EV_N
+};
+enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_SIGNAL };
+
+struct sup {
+    struct job *job;
+    loop_t *loop;
+    int sigfd;
+    enum sup_state state;
+    enum stop_reason reason;
+    int stop_signal;          /* the signal that stopped the job */
+    int grace_timer;
+    int running;              /* workers of the generation not yet reaped */
+    struct failure first;     /* first failure of the current generation */
+    struct failure job_first; /* first failure of the job, reported at the end */
+    int exit_code;
+    int event_signal;         /* argument of the signal events */
+};
+
+typedef void (*sup_action)(struct sup *s);
+
+static const char *const s_state_names[] = { "running", "stopping", "killing", "done" };
+
+static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *arg);
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+static void s_signal_workers(struct sup *s, int sig)
+{
+    for (int i = 0; i < s->job->nworkers; i++) {
+        struct worker *w = &s->job->workers[i];
+        if (w->state == W_RUNNING && w->pid > 0) {
+            killpg(w->pid, sig);
+            if (sig == SIGTERM)
+                killpg(w->pid, SIGCONT); /* a stopped group cannot act on SIGTERM */
+        }
+    }
+}
+
+/* Kills and reaps children we inherited as subreaper (descendants whose worker died), except the
+ * sentinel and live workers, so that nothing outlives its generation. */
+static void s_kill_strays(struct sup *s)
+{
+    for (int round = 0; round < 64; round++) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+        FILE *f = fopen(path, "re");
+        if (!f)
+            return;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        int killed = 0;
+        for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
+            pid_t pid = (pid_t)atoi(tok);
+            int is_worker = 0;
+            for (int i = 0; i < s->job->nworkers; i++)
+                is_worker |= s->job->workers[i].state == W_RUNNING && s->job->workers[i].pid == pid;
+            if (pid <= 0 || pid == sentinel_pid() || is_worker)
+                continue;
+            log_info("killing pid %d left behind by a worker", (int)pid);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            killed++;
+        }
+        if (!killed)
+            return;
+    }
+}
+
+static int s_pick_ports(struct job *job)
+{
+    int *ports = calloc((size_t)job->nworkers + 1, sizeof *ports);
+    if (!ports || net_free_ports(job->host_addr, ports, job->nworkers + 1) < 0) {
+        log_error("cannot find free TCP ports on %s: %s; set --host to an address of this node",
+                  job->host_addr, strerror(errno));
+        free(ports);
+        return -1;
+    }
+    job->master_port = ports[0];
+    memcpy(job->endpoint_ports, ports + 1, (size_t)job->nworkers * sizeof *ports);
+    free(ports);
+    size_t cap = (size_t)job->nworkers * (strlen(job->host_addr) + 8) + 1;
+    char *eps = malloc(cap);
+    if (!eps)
+        return -1;
+    size_t o = 0;
+    for (int i = 0; i < job->nworkers; i++)
+        o += (size_t)snprintf(eps + o, cap - o, "%s%s:%d", i ? "," : "", job->host_addr, job->endpoint_ports[i]);
+    free(job->endpoints);
+    job->endpoints = eps;
+    return 0;
+}
+
+/* Starts every worker of the current generation. Returns 0, or -1 when one could not be forked. */
+static int s_start_generation(struct sup *s)
+{
+    struct job *job = s->job;
+    if (s_pick_ports(job) < 0)
+        return -1;
+    memset(&s->first, 0, sizeof s->first);
+    log_info("generation %d: starting %d worker%s", job->generation, job->nworkers, job->nworkers == 1 ? "" : "s");
+    for (int i = 0; i < job->nworkers; i++) {
+        struct worker *w = &job->workers[i];
+        char **envp = wenv_build(job, w);
+        if (!envp) {
+            log_error("cannot build the environment of rank %d: %s", w->rank, strerror(errno));
+            return -1;
+        }
+        w->pid = spawn_process(job->opt.prog_argv, envp, &w->out_fd, &w->exec_fd);
+        int e = errno;
+        free(envp);
+        if (w->pid < 0) {
+            log_error("cannot start rank %d: fork: %s", w->rank, strerror(e));
+            return -1;
+        }
+        sentinel_watch(w->pid);
+        w->state = W_RUNNING;
+        w->start_ns = loop_now_ns();
+        w->exec_errno = 0;
+        s->running++;
+        output_marker(job, w);
+        if (loop_add_fd(s->loop, w->out_fd, ZMQ_POLLIN, s_on_output, w) < 0) {
+            log_error("event loop: %s", strerror(errno));
+            return -1;
+        }
+        log_info("rank %d (local %d%s%s) started, pid %d", w->rank, w->local_rank, w->gpu[0] ? ", GPU " : "",
+                 w->gpu, (int)w->pid);
+    }
+    return 0;
+}
+
+static void s_close_output(struct sup *s, struct worker *w)
+{
+    if (w->out_fd >= 0)
+        loop_remove_fd(s->loop, w->out_fd);
+    output_finish(w);
+}
+
+static int s_on_grace(loop_t *loop, int id, void *arg);
+
+static void s_arm_grace(struct sup *s)
+{
+    if (s->grace_timer > 0)
+        loop_timer_cancel(s->loop, s->grace_timer);
+    s->grace_timer = loop_timer_after_ms(s->loop, (int64_t)(s->job->opt.grace * 1000.0), s_on_grace, s);
+}
+
+static void s_cancel_grace(struct sup *s)
+{
+    if (s->grace_timer > 0)
+        loop_timer_cancel(s->loop, s->grace_timer);
+    s->grace_timer = 0;
+}
+
+static int s_status_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 125;
+}
+
+/* A generation that could not be started: kill what did start, reap it here, end with 125. */
+static void s_abort_generation(struct sup *s)
+{
+    for (int i = 0; i < s->job->nworkers; i++) {
+        struct worker *w = &s->job->workers[i];
+        if (w->state != W_RUNNING)
+            continue;
+        killpg(w->pid, SIGKILL);
+        while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        w->state = W_EXITED;
+        s->running--;
+    }
+    s->exit_code = 125;
+    s->state = ST_DONE;
+    loop_stop(s->loop);
+}
+
+/* ---- actions ------------------------------------------------------------------------------------ */
+
+static void a_none(struct sup *s)
+{
+    (void)s;
+}
+
+static void a_begin_stop_failure(struct sup *s)
+{
+    s->reason = STOP_FAILURE;
+    s->state = ST_STOPPING;
+    if (s->running > 0)
+        log_info("stopping the other %d worker%s of generation %d (SIGTERM, SIGKILL after %gs)", s->running,
+                 s->running == 1 ? "" : "s", s->job->generation, s->job->opt.grace);
+    s_signal_workers(s, SIGTERM);
+    s_arm_grace(s);
+}
+
+static void a_begin_stop_signal(struct sup *s)
+{
+    s->reason = STOP_SIGNAL;
+    s->stop_signal = s->event_signal;
+    s->state = ST_STOPPING;
+    log_warn("got %s: stopping %d worker%s (SIGKILL after %gs; send it again to kill now)",
+             sigabbrev_np(s->event_signal) ? sigabbrev_np(s->event_signal) : "a signal", s->running,
+             s->running == 1 ? "" : "s", s->job->opt.grace);
+    s_signal_workers(s, s->event_signal);
+    s_arm_grace(s);
+}
+
+/* A second stop signal during a stop: no more waiting. A failure stop becomes a signal stop (no restart). */
+static void a_escalate_signal(struct sup *s)
+{
+    if (s->reason == STOP_SIGNAL) {
+        log_warn("got SIG%s again: killing the workers now", sigabbrev_np(s->event_signal));
+        s_signal_workers(s, SIGKILL);
+        s->state = ST_KILLING;
+        s_cancel_grace(s);
+        return;
+    }
+    s->reason = STOP_SIGNAL;
+    s->stop_signal = s->event_signal;
+    log_warn("got SIG%s while stopping after a failure: no restart", sigabbrev_np(s->event_signal));
+    s_signal_workers(s, s->event_signal);
+}
+
+static void a_forward(struct sup *s)
+{
+    log_info("forwarding SIG%s to %d worker%s", sigabbrev_np(s->event_signal), s->running,
+             s->running == 1 ? "" : "s");
+    s_signal_workers(s, s->event_signal);
+}
+
+static void a_kill(struct sup *s)
+{
+    s->grace_timer = 0;
+    log_warn("%d worker%s still running %gs after SIGTERM: sending SIGKILL", s->running, s->running == 1 ? "" : "s",
+             s->job->opt.grace);
+    s_signal_workers(s, SIGKILL);
+    s->state = ST_KILLING;
+}
+
+static void a_finish_ok(struct sup *s)
+{
+    s_kill_strays(s);
+    log_info("all %d worker%s exited 0", s->job->nworkers, s->job->nworkers == 1 ? "" : "s");
+    s->exit_code = 0;
+    s->state = ST_DONE;
+    loop_stop(s->loop);
+}
+
+/* The generation is over after a stop: restart it, or end the job with the right status. */
+static void a_end_generation(struct sup *s)
+{
+    struct job *job = s->job;
+    s_cancel_grace(s);
+    s_kill_strays(s);
+    for (int i = 0; i < job->nworkers; i++)
+        s_close_output(s, &job->workers[i]);
+    if (s->reason == STOP_FAILURE && job->restarts_left > 0 && s->first.exec_errno == 0) {
+        job->restarts_left--;
+        job->generation++;
+        s->state = ST_RUNNING;
+        s->reason = STOP_NONE;
+        log_warn("restarting the job: generation %d (restart %d of %d)", job->generation, job->generation,
+                 job->opt.max_restarts);
+        if (s_start_generation(s) < 0)
+            s_abort_generation(s);
+        return;
+    }
+    if (s->reason == STOP_SIGNAL) {
+        s->exit_code = 128 + s->stop_signal;
+        log_info("job stopped by SIG%s", sigabbrev_np(s->stop_signal));
+    } else {
+        s->exit_code = s_status_code(s->job_first.status);
+        if (s->first.exec_errno == 0 && job->opt.max_restarts > 0)
+            log_error("restart budget exhausted (%d restart%s)", job->opt.max_restarts,
+                      job->opt.max_restarts == 1 ? "" : "s");
+        summary_print(job, &s->job_first, s->exit_code);
+    }
+    s->state = ST_DONE;
+    loop_stop(s->loop);
+}
+
+/* state x event: what the launcher does. Unlisted pairs cannot happen or need nothing. */
+static const sup_action s_table[ST_N][EV_N] = {
+    [ST_RUNNING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_begin_stop_failure,
+                     [EV_ALL_GONE] = a_finish_ok, [EV_STOP_SIGNAL] = a_begin_stop_signal,
+                     [EV_FWD_SIGNAL] = a_forward, [EV_GRACE_EXPIRED] = a_none },
+    [ST_STOPPING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_end_generation,
+                      [EV_STOP_SIGNAL] = a_escalate_signal, [EV_FWD_SIGNAL] = a_forward,
+                      [EV_GRACE_EXPIRED] = a_kill },
+    [ST_KILLING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_end_generation,
+                     [EV_STOP_SIGNAL] = a_escalate_signal, [EV_FWD_SIGNAL] = a_forward,
+                     [EV_GRACE_EXPIRED] = a_none },
+    [ST_DONE] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_none,
+                  [EV_STOP_SIGNAL] = a_none, [EV_FWD_SIGNAL] = a_none, [EV_GRACE_EXPIRED] = a_none },
+};
+
+static void s_dispatch(struct sup *s, enum sup_event ev)
+{
+    enum sup_state before = s->state;
+    s_table[s->state][ev](s);
+    if (s->state != before)
+        log_debug("state %s -> %s", s_state_names[before], s_state_names[s->state]);
+}
+
+/* ---- event sources ------------------------------------------------------------------------------ */
+
+static int s_on_grace(loop_t *loop, int id, void *arg)
+{
+    struct sup *s = arg;
+    if (id == s->grace_timer)
+        s_dispatch(s, EV_GRACE_EXPIRED);
+    return 0;
+}
+
+static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    struct worker *w = arg;
+    /* Bounded per wake-up so one chatty worker cannot starve signals and the others. */
+    if (output_pump(w, 1 << 20)) {
+        loop_remove_fd(loop, fd);
+        output_finish(w);
+    }
+    return 0;
+}
+
+static struct worker *s_find_worker(struct job *job, pid_t pid)
+{
+    for (int i = 0; i < job->nworkers; i++)
+        if (job->workers[i].state == W_RUNNING && job->workers[i].pid == pid)
+            return &job->workers[i];
+    return NULL;
+}
+
+static void s_describe_exit(const struct worker *w, char *buf, size_t cap)
+{
+    if (w->exec_errno)
+        snprintf(buf, cap, "could not be started: %s", strerror(w->exec_errno));
+    else if (WIFSIGNALED(w->status))
+        snprintf(buf, cap, "was killed by SIG%s%s", sigabbrev_np(WTERMSIG(w->status)),
+                 WCOREDUMP(w->status) ? " (core dumped)" : "");
+    else
+        snprintf(buf, cap, "exited with code %d", WEXITSTATUS(w->status));
+}
+
+static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
+{
+    struct job *job = s->job;
+    w->state = W_EXITED;
+    w->status = status;
+    w->exit_ns = loop_now_ns();
+    w->exec_errno = spawn_exec_errno(&w->exec_fd);
+    s->running--;
+    /* Everything the worker wrote is in the pipe by now: take it before anything else happens. */
+    output_pump(w, 0);
+    int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char what[256];
+    s_describe_exit(w, what, sizeof what);
+    if (failed && s->state == ST_RUNNING) {
+        if (w->exec_errno)
+            log_error("rank %d: cannot run '%s': %s", w->rank, job->opt.prog_argv[0],
+                      w->exec_errno == ENOENT ? "no such file or command in PATH"
+                      : w->exec_errno == EACCES ? "permission denied (not executable?)"
+                                                : strerror(w->exec_errno));
+        else
+            log_warn("rank %d (pid %d) %s", w->rank, (int)w->pid, what);
+    } else {
+        log_info("rank %d (pid %d) %s", w->rank, (int)w->pid, what);
+    }
+    if (failed && !s->first.valid && s->state == ST_RUNNING) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s->first = (struct failure){ .valid = 1, .rank = w->rank, .local_rank = w->local_rank,
+                                     .generation = job->generation, .pid = w->pid, .status = status,
+                                     .exec_errno = w->exec_errno, .when_ns = w->exit_ns,
+                                     .when_realtime_s = ts.tv_sec };
+        s->job_first = s->first;
+    }
+    s_dispatch(s, failed ? EV_WORKER_FAIL : EV_WORKER_OK);
+    if (s->running == 0 && s->state != ST_DONE)
+        s_dispatch(s, EV_ALL_GONE);
+}
+
+static void s_reap(struct sup *s)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        struct worker *w = s_find_worker(s->job, pid);
+        if (w)
+            s_on_worker_exit(s, w, status);
+        else if (pid == sentinel_pid())
+            log_warn("the orphan sentinel (pid %d) died; workers are still tied to plaunch by PDEATHSIG",
+                     (int)pid);
+        /* else: a descendant re-parented to us as subreaper; reaping it is all there is to do. */
+    }
+}
+
+static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    struct sup *s = arg;
+    struct signalfd_siginfo si[16];
+    ssize_t n = read(fd, si, sizeof si);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    for (size_t i = 0; i < (size_t)n / sizeof *si && s->state != ST_DONE; i++) {
+        int sig = (int)si[i].ssi_signo;
+        if (sig == SIGCHLD) {
+            s_reap(s);
+            continue;
+        }
+        s->event_signal = sig;
+        s_dispatch(s, sig == SIGUSR1 || sig == SIGUSR2 ? EV_FWD_SIGNAL : EV_STOP_SIGNAL);
+    }
+    /* Signals coalesce: always look for exited children, whatever woke us. */
+    if (s->state != ST_DONE)
+        s_reap(s);
+    return 0;
+}
+
+/* ---- entry -------------------------------------------------------------------------------------- */
+
+int supervise_block_signals(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        sigaddset(&set, sigs[i]);
+    signal(SIGPIPE, SIG_IGN);
+    return sigprocmask(SIG_BLOCK, &set, old);
+}
+
+int supervise_run(struct job *job)
+{
+    struct sup s = { .job = job, .state = ST_RUNNING, .sigfd = -1, .exit_code = 125 };
+    sigset_t set;
+    sigprocmask(SIG_BLOCK, NULL, &set);
+    s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    s.loop = loop_new();
+    if (s.sigfd < 0 || !s.loop) {
+        log_error("cannot set up the event loop: %s", strerror(errno));
+        goto out;
+    }
+    if (loop_add_fd(s.loop, s.sigfd, ZMQ_POLLIN, s_on_signal, &s) < 0)
+        goto out;
+    if (s_start_generation(&s) < 0)
+        s_abort_generation(&s);
+    else if (loop_run(s.loop) < 0)
+        log_error("event loop failed: %s", strerror(errno));
+out:
+    for (int i = 0; i < job->nworkers; i++) {
+        struct worker *w = &job->workers[i];
+        if (w->state == W_RUNNING) {
+            killpg(w->pid, SIGKILL);
+            waitpid(w->pid, NULL, 0);
+            w->state = W_EXITED;
+        }
+        if (s.loop)
+            s_close_output(&s, w);
+    }
+    s_kill_strays(&s);
+    if (s.sigfd >= 0)
+        close(s.sigfd);
+    loop_destroy(&s.loop);
+    return s.exit_code;
+}

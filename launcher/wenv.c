@@ -1,0 +1,163 @@
+/* wenv: the environment of each worker: the inherited one plus the torch/Paddle/CUDA/PLAUNCH contract. */
+#include "wenv.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks. */
+static const char *const s_owned[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME",
+    "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+    "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT",
+    "PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE", "PADDLE_GLOBAL_RANK",
+    "PADDLE_LOCAL_RANK", "PADDLE_RANK_IN_NODE", "PADDLE_LOG_DIR", "FLAGS_selected_gpus",
+    "PLAUNCH_AGENT", "PLAUNCH_JOB_ID", "PLAUNCH_GENERATION", "PLAUNCH_NODE_RANK", "PLAUNCH_NNODES",
+    "PLAUNCH_GPU",
+};
+#define NOWNED (sizeof s_owned / sizeof *s_owned)
+/* Dropped only when plaunch sets its own value (GPU mode). */
+static const char *const s_gpu_owned[] = { "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER" };
+
+static int s_is(const char *entry, const char *name)
+{
+    size_t len = strlen(name);
+    return strncmp(entry, name, len) == 0 && entry[len] == '=';
+}
+
+int wenv_init(struct job *job, char **environ_in)
+{
+    size_t n = 0, k = 0;
+    while (environ_in && environ_in[n])
+        n++;
+    job->base_env = calloc(n + 1, sizeof *job->base_env);
+    if (!job->base_env)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ_in[i];
+        int drop = 0;
+        for (size_t j = 0; j < NOWNED && !drop; j++)
+            drop = s_is(e, s_owned[j]);
+        for (size_t j = 0; job->gpu_mode && j < 2 && !drop; j++)
+            drop = s_is(e, s_gpu_owned[j]);
+        if (s_is(e, "OMP_NUM_THREADS"))
+            job->base_has_omp = 1;
+        if (!drop)
+            job->base_env[k++] = (char *)e;
+    }
+    job->base_env[k] = NULL;
+    return 0;
+}
+
+void wenv_fini(struct job *job)
+{
+    free(job->base_env);
+    job->base_env = NULL;
+}
+
+struct envbuf {
+    char **vec;
+    size_t nvec;
+    char *text;
+    size_t used, cap;
+    int overflow;
+};
+
+static void s_put(struct envbuf *b, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Appends NAME=value into the text area; the vector stores offsets until s_finish turns them into pointers. */
+static void s_put(struct envbuf *b, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    size_t room = b->cap - b->used;
+    int n = snprintf(b->text + b->used, room, "%s=", name);
+    if (n < 0 || (size_t)n >= room) {
+        b->overflow = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    int m = vsnprintf(b->text + b->used + n, room - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)(n + m) >= room) {
+        b->overflow = 1;
+        return;
+    }
+    b->vec[b->nvec++] = (char *)(uintptr_t)b->used;
+    b->used += (size_t)(n + m) + 1;
+}
+
+char **wenv_build(const struct job *job, const struct worker *w)
+{
+    size_t nbase = 0;
+    while (job->base_env[nbase])
+        nbase++;
+    const size_t nours = 48;
+    size_t text_cap = 8192 + strlen(job->endpoints ? job->endpoints : "") * 2 + strlen(job->log_dir) +
+                      strlen(job->visible_devices ? job->visible_devices : "") + sizeof job->agent_endpoint;
+    size_t vec_bytes = (nbase + nours + 1) * sizeof(char *);
+    char *mem = malloc(vec_bytes + text_cap);
+    if (!mem)
+        return NULL;
+    struct envbuf b = { .vec = (char **)mem, .text = mem + vec_bytes, .cap = text_cap };
+    char master[300];
+    snprintf(master, sizeof master, "%s:%d", job->host_addr, job->master_port);
+    int world = job->world_size, local_world = job->nworkers;
+
+    s_put(&b, "RANK", "%d", w->rank);
+    s_put(&b, "LOCAL_RANK", "%d", w->local_rank);
+    s_put(&b, "WORLD_SIZE", "%d", world);
+    s_put(&b, "LOCAL_WORLD_SIZE", "%d", local_world);
+    s_put(&b, "GROUP_RANK", "%d", job->node_rank);
+    s_put(&b, "GROUP_WORLD_SIZE", "%d", job->nnodes);
+    s_put(&b, "ROLE_NAME", "default");
+    s_put(&b, "ROLE_RANK", "%d", w->rank);
+    s_put(&b, "ROLE_WORLD_SIZE", "%d", world);
+    s_put(&b, "MASTER_ADDR", "%s", job->host_addr);
+    s_put(&b, "MASTER_PORT", "%d", job->master_port);
+    s_put(&b, "TORCHELASTIC_RESTART_COUNT", "%d", job->generation);
+    s_put(&b, "TORCHELASTIC_MAX_RESTARTS", "%d", job->opt.max_restarts);
+    s_put(&b, "TORCHELASTIC_RUN_ID", "%s", job->job_id);
+    s_put(&b, "TORCHELASTIC_USE_AGENT_STORE", "False");
+    if (!job->base_has_omp && local_world > 1)
+        s_put(&b, "OMP_NUM_THREADS", "1");
+
+    s_put(&b, "PADDLE_TRAINER_ID", "%d", w->rank);
+    s_put(&b, "PADDLE_TRAINERS_NUM", "%d", world);
+    s_put(&b, "PADDLE_TRAINER_ENDPOINTS", "%s", job->endpoints ? job->endpoints : "");
+    s_put(&b, "PADDLE_CURRENT_ENDPOINT", "%s:%d", job->host_addr, job->endpoint_ports[w->local_rank]);
+    s_put(&b, "PADDLE_MASTER", "%s", master);
+    s_put(&b, "PADDLE_NNODES", "%d", job->nnodes);
+    s_put(&b, "PADDLE_GLOBAL_SIZE", "%d", world);
+    s_put(&b, "PADDLE_LOCAL_SIZE", "%d", local_world);
+    s_put(&b, "PADDLE_GLOBAL_RANK", "%d", w->rank);
+    s_put(&b, "PADDLE_LOCAL_RANK", "%d", w->local_rank);
+    s_put(&b, "PADDLE_RANK_IN_NODE", "%d", w->local_rank);
+    s_put(&b, "PADDLE_LOG_DIR", "%s", job->log_dir);
+
+    if (job->gpu_mode) {
+        s_put(&b, "CUDA_VISIBLE_DEVICES", "%s", job->visible_devices);
+        s_put(&b, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        s_put(&b, "FLAGS_selected_gpus", "%d", w->local_rank);
+        s_put(&b, "PLAUNCH_GPU", "%s", w->gpu);
+    }
+    s_put(&b, "PLAUNCH_AGENT", "%s", job->agent_endpoint);
+    s_put(&b, "PLAUNCH_JOB_ID", "%s", job->job_id);
+    s_put(&b, "PLAUNCH_GENERATION", "%d", job->generation);
+    s_put(&b, "PLAUNCH_NODE_RANK", "%d", job->node_rank);
+    s_put(&b, "PLAUNCH_NNODES", "%d", job->nnodes);
+    if (b.overflow) {
+        free(mem);
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < b.nvec; i++)
+        b.vec[i] = b.text + (uintptr_t)b.vec[i];
+    for (size_t i = 0; i < nbase; i++)
+        b.vec[b.nvec++] = job->base_env[i];
+    b.vec[b.nvec] = NULL;
+    return b.vec;
+}
