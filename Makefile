@@ -62,6 +62,7 @@ NEEDS_NCCL   = $(shell head -5 $(1) | grep -l NEEDS_NCCL >/dev/null 2>&1 && echo
 ifneq ($(HAVE_CUDA),1)
 EXAMPLES    := $(foreach e,$(EXAMPLES),$(if $(call NEEDS_NCCL,worker/examples/$(notdir $(e)).c),,$(e)))
 endif
+LIBPL_LINK    := -L$(B)/lib -lplaunch -Wl,-rpath,'$$ORIGIN/../lib'
 CUDA_CPPFLAGS := -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
 CUDA_LDLIBS   := -L$(NCCL_HOME)/lib -L$(NCCL_HOME)/lib64 -L$(CUDA_HOME)/lib64 -lnccl -lcudart
 
@@ -110,7 +111,7 @@ $(B)/lib/libplaunch.a: $(LIBPL_OBJ) $(COMMON_OBJ)
 $(B)/bin/%: worker/examples/%.c $(LIBPL_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(if $(call NEEDS_NCCL,$<),$(CUDA_CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	  $(if $(LIBPL_SO),-L$(B)/lib -lplaunch -Wl,-rpath,'$$ORIGIN/../lib') \
+	  $(if $(LIBPL_SO),$(LIBPL_LINK)) \
 	  $(if $(call NEEDS_NCCL,$<),$(CUDA_LDLIBS)) $(LDLIBS)
 
 $(B)/tests/test_%: tests/unit/test_%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)

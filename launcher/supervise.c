@@ -235,7 +235,7 @@ static void a_begin_stop_signal(struct sup *s)
     s->reason = STOP_SIGNAL;
     s->stop_signal = s->event_signal;
     s->state = ST_STOPPING;
-    log_warn("got %s: stopping %d worker%s (SIGKILL after %gs; send it again to kill now)",
+    log_warn("got SIG%s: stopping %d worker%s (SIGKILL after %gs; send it again to kill now)",
              sigabbrev_np(s->event_signal) ? sigabbrev_np(s->event_signal) : "a signal", s->running,
              s->running == 1 ? "" : "s", s->job->opt.grace);
     s_signal_workers(s, s->event_signal);

@@ -1,0 +1,16 @@
+#!/bin/sh
+# make run: the main job on an embedded default: one worker per GPU where there are GPUs, else 4 CPU workers.
+set -eu
+B="${1:-build}"
+cd "$(dirname "$0")/.."
+if [ -d /proc/driver/nvidia/gpus ] && [ -n "$(ls /proc/driver/nvidia/gpus 2>/dev/null)" ]; then
+    set -- --gpus all
+    echo "run: GPUs found: one worker per GPU"
+else
+    set -- --nproc-per-node 4
+    echo "run: no GPU on this machine: 4 CPU workers"
+fi
+export NCCL_NVLS_ENABLE=0
+prog="$B/bin/print_env"
+[ -x "$B/bin/nccl_id" ] && prog="$B/bin/nccl_id"
+exec "$B/bin/plaunch" "$@" --tee all --log-dir "${LOG_DIR:-log}" "$prog"

@@ -1,0 +1,35 @@
+#!/bin/bash
+# exit.t: plaunch's exit status is the first failing worker's; exec failures are 127/126 with a message.
+. "$(dirname "$0")/lib.sh"
+plan 13
+
+run_plaunch --nproc-per-node 3 sh -c '[ "$RANK" = 1 ] && exit 7; sleep 30'
+is "$rc" 7 "a worker exiting 7 -> plaunch exits 7"
+like "$err" "first failure +: rank 1 " "the root-cause block names rank 1"
+like "$err" "status +: exit code 7" "the root-cause block names exit code 7"
+
+start=$(date +%s)
+run_plaunch --nproc-per-node 2 sh -c '[ "$RANK" = 0 ] && kill -SEGV $$; sleep 30'
+is "$rc" 139 "a worker killed by SIGSEGV -> 139"
+like "$err" "SIGSEGV" "the summary names the signal"
+ok $(( $(date +%s) - start < 10 ? 0 : 1 )) "the other workers were stopped at once (not after their sleep)"
+
+run_plaunch --nproc-per-node 2 /nonexistent/prog
+is "$rc" 127 "missing program -> 127"
+like "$err" "cannot run '/nonexistent/prog'" "the message names the missing program"
+
+run_plaunch --nproc-per-node 2 no-such-command-plaunch
+is "$rc" 127 "command not in PATH -> 127"
+
+printf '#!/bin/sh\necho hi\n' >notexec.sh
+chmod 644 notexec.sh
+run_plaunch --nproc-per-node 2 ./notexec.sh
+is "$rc" 126 "not executable -> 126"
+like "$err" "permission denied" "the message says why"
+
+run_plaunch --nproc-per-node 4 true
+is "$rc" 0 "all workers exit 0 -> 0"
+
+run_plaunch --nproc-per-node 2 --max-restarts 3 /nonexistent/prog
+is "$(grep -c 'generation' log/workerlog.0)" 1 "an exec failure is not retried (it would fail the same way)"
+done_testing
