@@ -236,7 +236,7 @@ static void a_begin_stop_signal(struct sup *s)
     s->stop_signal = s->event_signal;
     s->state = ST_STOPPING;
     log_warn("got SIG%s: stopping %d worker%s (SIGKILL after %gs; send it again to kill now)",
-             sigabbrev_np(s->event_signal) ? sigabbrev_np(s->event_signal) : "a signal", s->running,
+             sigabbrev_np(s->event_signal) ? sigabbrev_np(s->event_signal) : "?", s->running,
              s->running == 1 ? "" : "s", s->job->opt.grace);
     s_signal_workers(s, s->event_signal);
     s_arm_grace(s);

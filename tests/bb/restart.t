@@ -31,7 +31,7 @@ like "$(cat log/workerlog.1)" "rank 1 fails now" "the log keeps generation 0's o
 rm -f env.*
 FAIL_UNTIL=99 run_plaunch --nproc-per-node 3 --max-restarts 2 ./gen.sh
 is "$rc" 7 "budget exhausted: exit code of the failing worker"
-is "$(ls env.*.0 | wc -l)" 3 "three generations ran (the first plus 2 restarts)"
+is "$(grep -c '^==== plaunch: job ' log/workerlog.0)" 3 "three generations ran (the first plus 2 restarts)"
 like "$err" "restart budget exhausted" "says the budget is spent"
 like "$err" "rank 1 fails now" "the summary shows the failing worker's last lines"
 done_testing

@@ -1,7 +1,7 @@
 #!/bin/bash
 # signals.t: TERM, INT, USR1 to plaunch reach every worker group; a worker ignoring TERM dies after --grace.
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 14
 
 cat >catcher.sh <<'W'
 #!/bin/bash
@@ -67,8 +67,16 @@ for f in pid.*; do alive "$(cat "$f")" && left=1; done
 is "$left" 0 "no stubborn worker survives"
 like "$(cat "$T/.err")" "SIGKILL" "plaunch says it escalated to SIGKILL"
 
-start_job --grace 30
-kill -INT $job; sleep 0.3; kill -INT $job
+sed -i 's/trap .. TERM/trap "" TERM INT/' stubborn.sh
+rm -f pid.*
+"$PLAUNCH" --nproc-per-node 2 --grace 30 ./stubborn.sh >/dev/null 2>"$T/.err" &
+job=$!
+wait_for 2 "pid.*" 10
+t0=$(date +%s)
+kill -INT $job; sleep 0.3
+alive $job; ok $? "workers ignoring SIGINT: plaunch waits for them within --grace"
+kill -INT $job
 wait $job; rc=$?
-is "$rc" 130 "a second SIGINT ends the job at once"
+is "$rc" 130 "a second SIGINT kills them at once: exit 130"
+ok $(( $(date +%s) - t0 < 10 ? 0 : 1 )) "... well before the 30 s grace"
 done_testing
