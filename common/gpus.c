@@ -31,7 +31,9 @@ int gpus_split_visible(const char *value, char entries[][64], int max, char *err
 {
     int n = 0;
     const char *p = value;
-    while (*p) {
+    if (*p == '\0')
+        return 0; /* set but empty: no device visible */
+    for (;;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == 0 || len >= 64) {

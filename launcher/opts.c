@@ -239,13 +239,28 @@ struct ini_state {
     int failed;
 };
 
-/* fgets for inih that counts lines, so errors can name file:line. */
+/* fgets for inih that counts lines, so errors can name file:line. The Debian inih reads 200 bytes at a time:
+ * the rest of a longer line is consumed here; a long comment is fine, a long setting is an error. */
 static char *s_ini_reader(char *buf, int size, void *stream)
 {
     struct ini_state *st = stream;
     char *r = fgets(buf, size, st->f);
-    if (r)
-        st->lineno++;
+    if (!r)
+        return NULL;
+    st->lineno++;
+    size_t len = strlen(buf);
+    if (len > 0 && buf[len - 1] != '\n' && !feof(st->f)) {
+        int c;
+        while ((c = fgetc(st->f)) != EOF && c != '\n')
+            ;
+        const char *p = buf + strspn(buf, " \t");
+        if (*p != ';' && *p != '#' && !st->failed) {
+            snprintf(st->err, st->errlen, "%s:%d: line is longer than %d characters", st->path, st->lineno,
+                     size - 2);
+            st->failed = 1;
+        }
+        snprintf(buf, (size_t)size, ";\n");
+    }
     return r;
 }
 
@@ -284,7 +299,12 @@ static int s_load_config(struct opts *o, const char *path, char *err, size_t err
         return -1;
     }
     int rc = ini_parse_stream(s_ini_reader, &st, s_ini_handler, &st);
+    int read_error = ferror(st.f) ? errno : 0;
     fclose(st.f);
+    if (read_error) {
+        snprintf(err, errlen, "config file '%s': %s", path, strerror(read_error));
+        return -1;
+    }
     if (st.failed)
         return -1;
     if (rc != 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpus.h"
 
@@ -136,14 +137,16 @@ static double s_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* No GPU here: -1 with a reason (or 0 GPUs), well within the timeout, and the helper child is reaped. */
+/* Without a driver: -1 with a reason (or 0 GPUs), well within the timeout; the helper child is reaped. */
 static void test_count_cuda_without_gpu(void **state)
 {
     char err[512] = "";
     double t0 = s_now();
     int n = gpus_count_cuda(10000, err, sizeof err);
     double took = s_now() - t0;
-    assert_true(n == -1 || n == 0);
+    assert_true(n >= -1);
+    if (access("/proc/driver/nvidia", F_OK) != 0)
+        assert_true(n <= 0); /* no NVIDIA driver loaded: cannot report GPUs */
     if (n == -1)
         assert_true(strlen(err) > 0);
     assert_true(took < 9.0);

@@ -133,13 +133,21 @@ static void s_done(char **envp)
     assert_null(s_job.base_env);
 }
 
-static void test_gpu_contract(void **state)
+/* Builds worker 1's environment (2 workers) and checks the whole contract; GPU variables only in GPU mode. */
+static char **s_build_w1(int gpu_mode, char **inherited)
 {
-    s_job_init(1, 2, (char *[]){ "PATH=/usr/bin", NULL });
+    s_job_init(gpu_mode, 2, inherited);
     char **envp = wenv_build(&s_job, &s_workers[1]);
     assert_non_null(envp);
     s_expect_all(envp, s_common_w1, NCOMMON);
-    s_expect_all(envp, s_gpu_w1, NGPU);
+    for (size_t i = 0; i < NGPU; i++)
+        s_expect(envp, s_gpu_w1[i].name, gpu_mode ? s_gpu_w1[i].value : NULL);
+    return envp;
+}
+
+static void test_gpu_contract(void **state)
+{
+    char **envp = s_build_w1(1, (char *[]){ "PATH=/usr/bin", NULL });
     s_expect(envp, "OMP_NUM_THREADS", "1");
     s_expect(envp, "PATH", "/usr/bin");
     s_done(envp);
@@ -174,11 +182,7 @@ static void test_stale_values_dropped(void **state)
         "PLAUNCH_JOB_ID=old", "PLAUNCH_GENERATION=9", "PLAUNCH_NODE_RANK=9", "PLAUNCH_NNODES=9", "PLAUNCH_GPU=9",
         "HOME=/root", "RANK_X=1", "MY_RANK=3", "RANK", "MASTER_ADDRESS=keep", NULL,
     };
-    s_job_init(1, 2, inherited);
-    char **envp = wenv_build(&s_job, &s_workers[1]);
-    assert_non_null(envp);
-    s_expect_all(envp, s_common_w1, NCOMMON);
-    s_expect_all(envp, s_gpu_w1, NGPU);
+    char **envp = s_build_w1(1, inherited);
     s_expect(envp, "TORCHELASTIC_USE_AGENT_STORE", "False");
     s_expect(envp, "HOME", "/root");
     s_expect(envp, "RANK_X", "1");
@@ -212,12 +216,7 @@ static void test_omp_num_threads(void **state)
 /* CPU workers get no CUDA/GPU variables of plaunch's own; a user's CUDA_VISIBLE_DEVICES passes through. */
 static void test_cpu_mode(void **state)
 {
-    s_job_init(0, 2, (char *[]){ "FLAGS_selected_gpus=3", "PLAUNCH_GPU=3", "TERM=xterm", NULL });
-    char **envp = wenv_build(&s_job, &s_workers[1]);
-    assert_non_null(envp);
-    s_expect_all(envp, s_common_w1, NCOMMON);
-    for (size_t i = 0; i < NGPU; i++)
-        s_expect(envp, s_gpu_w1[i].name, NULL);
+    char **envp = s_build_w1(0, (char *[]){ "FLAGS_selected_gpus=3", "PLAUNCH_GPU=3", "TERM=xterm", NULL });
     s_expect(envp, "TERM", "xterm");
     s_done(envp);
 
