@@ -52,13 +52,13 @@ run_all() {
 
 # report: the table, the ratios and the targets.
 report() {
-    local name med min p90 max rss
+    local name med min p90 rss
     declare -A MED RSS
     echo "bench-launch: $NPROC x /bin/true, $RUNS interleaved runs per launcher; $(bench_machine)"
     echo
     printf '%-9s %10s %10s %10s %14s\n' launcher "median ms" "min ms" "p90 ms" "peak RSS MiB"
     for name in "${LAUNCHERS[@]}"; do
-        read -r med min p90 max < <(bench_stats "$BENCH_TMP/$name.wall")
+        read -r med min p90 _ < <(bench_stats "$BENCH_TMP/$name.wall")
         rss=$(sort -n "$BENCH_TMP/$name.rss" | tail -n 1 | awk '{ printf "%.1f", $1 / 1024 }')
         MED[$name]=$med
         RSS[$name]=$rss

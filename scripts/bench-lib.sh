@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # globals here are read by the scripts that source this file
 # Shared helpers for scripts/bench-*.sh: setup, a temp dir removed on exit, runs that leave no process behind, statistics.
 # Source it from a bench script after `set -euo pipefail`; call bench_setup first.
 
@@ -11,7 +11,7 @@ BENCH_T1=""
 # bench_setup: cd to the repo root, install the bench packages, build plaunch when missing, create $BENCH_TMP.
 bench_setup() {
     export LC_ALL=C                       # '.' as decimal point in $EPOCHREALTIME and printf
-    cd "$(dirname "${BASH_SOURCE[0]}")/.."
+    cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
     REPO=$PWD
     scripts/deps.sh --bench
     [ -x build/bin/plaunch ] || make -s
@@ -42,14 +42,14 @@ bench_cleanup() {
 
 # bench_stop_group PGID: SIGTERM the group (launchers then stop their workers), SIGKILL whatever is left after 5 s.
 bench_stop_group() {
-    local pgid=$1 i
+    local pgid=$1 _
+    disown "$pgid" 2>/dev/null || true   # no "[1]+ Terminated" job report
     kill -TERM -- "-$pgid" 2>/dev/null || return 0
-    for i in $(seq 50); do
-        kill -0 -- "-$pgid" 2>/dev/null || break
+    for _ in $(seq 50); do
+        kill -0 -- "-$pgid" 2>/dev/null || return 0
         sleep 0.1
     done
     kill -KILL -- "-$pgid" 2>/dev/null || true
-    wait "$pgid" 2>/dev/null || true
 }
 
 # bench_kill_pids "PID...": SIGTERM, then SIGKILL after 1 s, each listed process (by id).

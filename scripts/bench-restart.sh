@@ -79,14 +79,14 @@ run_all() {
 
 # report: the table, the ratio and the target.
 report() {
-    local name med min p90 max
+    local name med min max
     declare -A MED
     echo "bench-restart: $NPROC workers, rank 1 exits 1 in generation 0; failure -> first generation-1 worker running;"
     echo "               $RUNS interleaved runs per launcher; $(bench_machine)"
     echo
     printf '%-9s %10s %10s %10s\n' launcher "median ms" "min ms" "max ms"
     for name in "${LAUNCHERS[@]}"; do
-        read -r med min p90 max < <(bench_stats "$BENCH_TMP/$name.restart")
+        read -r med min _ max < <(bench_stats "$BENCH_TMP/$name.restart")
         MED[$name]=$med
         printf '%-9s %10.1f %10.1f %10.1f\n' "$name" "$med" "$min" "$max"
     done

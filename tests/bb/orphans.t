@@ -41,14 +41,21 @@ is "$(survivors)" 0 "their leftover children are killed when the job ends"
 rm -f pids ready.*
 cat >failer.sh <<'W'
 #!/bin/bash
-sleep 300 & echo $! >> "$OUTDIR/pids"
-setsid sleep 301 & echo $! >> "$OUTDIR/pids"
-[ "$PLAUNCH_GENERATION" = 0 ] && [ "$RANK" = 1 ] && exit 3
-[ "$PLAUNCH_GENERATION" = 1 ] && { for p in $(head -4 "$OUTDIR/pids"); do kill -0 $p 2>/dev/null && echo "alive $p" >> "$OUTDIR/leak"; done; exit 0; }
-sleep 30
+# Generation 0 leaves children behind (one in the group, one that left it); generation 1 looks for them.
+if [ "$PLAUNCH_GENERATION" = 0 ]; then
+    sleep 300 & echo $! >> "$OUTDIR/pids.0"
+    setsid sleep 301 & echo $! >> "$OUTDIR/pids.0"
+    [ "$RANK" = 1 ] && { sleep 0.3; exit 3; }
+    sleep 30
+fi
+for p in $(cat "$OUTDIR/pids.0"); do
+    st=$(awk '{print $3}' /proc/$p/stat 2>/dev/null)
+    [ -n "$st" ] && [ "$st" != Z ] && echo "alive $p" >> "$OUTDIR/leak"
+done
+echo checked >> "$OUTDIR/checked"
 W
 chmod +x failer.sh
-rm -f leak
+rm -f leak pids.0 checked
 timeout 30 "$PLAUNCH" --nproc-per-node 2 --max-restarts 1 --quiet ./failer.sh >/dev/null 2>&1
-is "$(cat leak 2>/dev/null)" "" "a restart starts only after generation 0's children are gone"
+is "$(cat leak 2>/dev/null)$(wc -l < pids.0)$(wc -l < checked)" "42" "a restart starts only after generation 0's children are gone"
 done_testing
