@@ -107,8 +107,9 @@ int tls_chan_on_verify(int ok, X509_STORE_CTX *store)
     int e = X509_STORE_CTX_get_error(store);
     if (ok || !ch || ch->verify_err)
         return ok;
+    /* Messages name the peer's own certificate, and the issuer where the chain broke off. */
     ch->verify_err = e;
-    s_cert_name(cert, ch->verify_subject, sizeof ch->verify_subject);
+    s_cert_name(X509_STORE_CTX_get0_cert(store), ch->verify_subject, sizeof ch->verify_subject);
     s_issuer_name(cert, ch->verify_issuer, sizeof ch->verify_issuer);
     s_time(e == X509_V_ERR_CERT_NOT_YET_VALID ? X509_get0_notBefore(cert) : X509_get0_notAfter(cert),
            ch->verify_time, sizeof ch->verify_time);
@@ -169,8 +170,8 @@ static void s_describe_alert(tls_chan_t *ch, int alert, char *buf, size_t len)
     switch (alert) {
     case SSL_AD_UNKNOWN_CA:
     case SSL_AD_BAD_CERTIFICATE:
-        snprintf(buf, len, "peer rejected our certificate: not signed by its job CA (alert %s)",
-                 SSL_alert_desc_string_long(alert));
+        snprintf(buf, len, "peer rejected our certificate: not signed by its job CA (alert %s)%s",
+                 SSL_alert_desc_string_long(alert), ch->ctx->is_server ? "; or the peer is in token mode" : "");
         break;
     case SSL_AD_CERTIFICATE_EXPIRED:
         snprintf(buf, len, "peer rejected our certificate: certificate expired; reissue it with plaunch certs "
@@ -180,15 +181,20 @@ static void s_describe_alert(tls_chan_t *ch, int alert, char *buf, size_t len)
         snprintf(buf, len, "peer requires a certificate and we sent none");
         break;
     case SSL_AD_DECRYPT_ERROR:
-        if (ch->ctx->is_psk) {
-            snprintf(buf, len, "bad PSK / token mismatch: the peer rejected our token; use the token the "
-                               "coordinator printed");
+    case SSL_AD_ILLEGAL_PARAMETER:
+        /* OpenSSL answers a PSK binder that does not verify with one of these, depending on its version. */
+        if (ch->ctx->is_psk && ch->state == TLS_CHAN_HANDSHAKE) {
+            snprintf(buf, len, "bad PSK / token mismatch: the peer rejected our token (alert %s); use the token "
+                               "the coordinator printed", SSL_alert_desc_string_long(alert));
             break;
         }
         /* fall through */
+    case SSL_AD_HANDSHAKE_FAILURE:
+        snprintf(buf, len, "peer refused the handshake (alert handshake failure): is it in %s mode?",
+                 ch->ctx->is_psk ? "certificate" : "token");
+        break;
     default:
-        snprintf(buf, len, "peer sent TLS alert '%s'%s", SSL_alert_desc_string_long(alert),
-                 ch->ctx->is_psk ? " (is it in token mode, with the same token?)" : "");
+        snprintf(buf, len, "peer sent TLS alert '%s'", SSL_alert_desc_string_long(alert));
     }
 }
 

@@ -40,6 +40,8 @@ static tls_ctx_t *s_ctx_new(int is_server, int is_psk, char *err, size_t errlen)
     /* The middlebox disguise only adds records here: no middlebox looks inside ZeroMQ frames. */
     SSL_CTX_clear_options(ctx->ssl_ctx, SSL_OP_ENABLE_MIDDLEBOX_COMPAT);
     SSL_CTX_set_session_cache_mode(ctx->ssl_ctx, SSL_SESS_CACHE_OFF);
+    /* Send only our own certificate: every peer already holds the job CA, and must use its own copy. */
+    SSL_CTX_set_mode(ctx->ssl_ctx, SSL_MODE_NO_AUTO_CHAIN);
     SSL_CTX_set_app_data(ctx->ssl_ctx, ctx);
     return ctx;
 }

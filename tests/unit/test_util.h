@@ -67,31 +67,36 @@ static inline void tu_copy(const char *from, const char *to, mode_t mode)
     close(fd);
 }
 
-/* stderr capture: tu_capture_begin(), run, then tu_capture_end() returns what was written (static buffer). */
-static int tu_saved_stderr = -1;
+/* Output capture: tu_capture_begin(), run, then tu_capture_end() returns what was written to stdout and stderr
+ * (static buffer). stdout is captured too because it carries the TAP stream. */
+static int tu_saved_fd[2] = { -1, -1 };
 static char tu_capture_path[64];
 
 static inline void tu_capture_begin(void)
 {
     int fd;
-    snprintf(tu_capture_path, sizeof tu_capture_path, "/tmp/plaunch-stderr-XXXXXX");
+    snprintf(tu_capture_path, sizeof tu_capture_path, "/tmp/plaunch-output-XXXXXX");
     fd = mkstemp(tu_capture_path);
+    fflush(stdout);
     fflush(stderr);
-    tu_saved_stderr = dup(STDERR_FILENO);
-    dup2(fd, STDERR_FILENO);
+    for (int i = 0; i < 2; i++) {
+        tu_saved_fd[i] = dup(STDOUT_FILENO + i);
+        dup2(fd, STDOUT_FILENO + i);
+    }
     close(fd);
 }
 
 static inline const char *tu_capture_end(void)
 {
     const char *text;
+    fflush(stdout);
     fflush(stderr);
-    dup2(tu_saved_stderr, STDERR_FILENO);
-    close(tu_saved_stderr);
+    for (int i = 0; i < 2; i++) {
+        dup2(tu_saved_fd[i], STDOUT_FILENO + i);
+        close(tu_saved_fd[i]);
+    }
     text = tu_slurp(tu_capture_path);
     unlink(tu_capture_path);
-    /* Echo it, so a failing test still shows what the code said. */
-    fputs(text, stderr);
     return text;
 }
 
