@@ -156,7 +156,7 @@ tls_ctx_t *tls_ctx_new_ca(int is_server, const char *tls_dir, const char *node_n
     if (s_load_identity(ctx->ssl_ctx, crt, key, err, errlen) < 0)
         goto error;
     SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER | (is_server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-                       tls_chan_on_verify);
+                       tls_diag_on_verify);
     SSL_CTX_set_verify_depth(ctx->ssl_ctx, 1);
     return ctx;
 error:
@@ -193,7 +193,7 @@ static int s_psk_use(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_
 static int s_psk_find(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess)
 {
     int match = idlen == strlen(TLS_PSK_IDENTITY) && memcmp(id, TLS_PSK_IDENTITY, idlen) == 0;
-    tls_chan_on_psk_identity(ssl, match);
+    tls_diag_on_psk_identity(ssl, match);
     *sess = match ? s_psk_session(ssl) : NULL;
     return !match || *sess != NULL;
 }
@@ -225,7 +225,7 @@ tls_ctx_t *tls_ctx_new_psk(int is_server, const unsigned char *key, size_t keyle
     } else {
         SSL_CTX_set_psk_use_session_callback(ctx->ssl_ctx, s_psk_use);
         /* Nothing is trusted: a server that answers with a certificate instead of the PSK is refused. */
-        SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER, tls_chan_on_verify);
+        SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER, tls_diag_on_verify);
     }
     OPENSSL_cleanse(buf, sizeof buf);
     return ctx;

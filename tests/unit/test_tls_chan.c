@@ -42,10 +42,7 @@ static void test_ca_handshake_and_messages(void **state)
     assert_int_equal(tls_chan_state(srv), TLS_CHAN_CLOSED);
     assert_int_equal(tls_chan_send(cli, "x", 1), -1);
     assert_non_null(strstr(tls_chan_error(cli), "closed"));
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
 }
 
 static void test_big_message_is_split_into_bounded_frames(void **state)
@@ -71,10 +68,7 @@ static void test_big_message_is_split_into_bounded_frames(void **state)
     assert_memory_equal(got, data, big);
     free(got);
     free(data);
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
 }
 
 static void test_psk_handshake_and_messages(void **state)
@@ -94,10 +88,7 @@ static void test_psk_handshake_and_messages(void **state)
     tf_pump(cli, srv);
     assert_string_equal(m = tf_recv(srv), "join");
     free(m);
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
     (void)state;
 }
 
@@ -153,10 +144,7 @@ static void s_refused(tls_ctx_t *cctx, tls_ctx_t *sctx, const char *srv_says, co
     /* A failed channel stays failed and says so. */
     assert_int_equal(tls_chan_feed(srv, "\x17\x03\x03", 3), -1);
     assert_int_equal(tls_chan_send(cli, "x", 1), -1);
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
 }
 
 static void test_client_cert_from_another_ca(void **state)
@@ -201,10 +189,7 @@ static void test_expected_server_name(void **state)
     assert_int_equal(tls_chan_connect(cli), 0);
     tf_pump(cli, srv);
     tf_expect_error(cli, "peer certificate 'coord' does not name 'node7.example'");
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
 }
 
 static void test_wrong_token(void **state)
@@ -268,10 +253,7 @@ static void test_tampered_record_after_handshake(void **state)
     frame[n - 3] ^= 0x40;
     assert_int_equal(tls_chan_feed(srv, frame, n), -1);
     tf_expect_error(srv, "failed authentication");
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
     (void)state;
 }
 
@@ -299,10 +281,7 @@ static void test_oversize_message(void **state)
     assert_int_equal(tls_chan_feed(srv, frame, sizeof frame), -1);
     tf_expect_error(srv, "frame of 65537 bytes");
     free(big);
-    tls_chan_destroy(&cli);
-    tls_chan_destroy(&srv);
-    tls_ctx_destroy(&sctx);
-    tls_ctx_destroy(&cctx);
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
     (void)state;
 }
 

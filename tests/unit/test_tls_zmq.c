@@ -147,6 +147,17 @@ static int s_failed(tls_chan_t *ch)
     return ch && tls_chan_state(ch) == TLS_CHAN_FAILED;
 }
 
+/* Handshake, then the coordinator speaks first: the agent knows it was accepted when "welcome" arrives. */
+static void s_welcome(struct zrun *z)
+{
+    char *m = NULL;
+    UNTIL(z, z->srv && tls_chan_is_established(z->srv));
+    assert_int_equal(tls_chan_send(z->srv, "welcome", 7), 0);
+    UNTIL(z, s_has(z->cli, &m));
+    assert_string_equal(m, "welcome");
+    free(m);
+}
+
 static void test_ca_over_zmq(void **state)
 {
     struct pki *p = *state;
@@ -155,14 +166,9 @@ static void test_ca_over_zmq(void **state)
     size_t len = 0;
     memset(big, 'q', 300000);
     s_open(&z, tf_ca(0, p->ca1, "node1"), tf_ca(1, p->ca1, "coord"));
-    UNTIL(&z, z.srv && tls_chan_is_established(z.srv));
+    s_welcome(&z);
     assert_string_equal(tls_chan_peer_name(z.srv), "node1");
-    /* The coordinator speaks first; the agent knows it was accepted when that arrives. */
-    assert_int_equal(tls_chan_send(z.srv, "welcome", 7), 0);
-    UNTIL(&z, s_has(z.cli, &m));
-    assert_string_equal(m, "welcome");
     assert_string_equal(tls_chan_peer_name(z.cli), "coord");
-    free(m);
     assert_int_equal(tls_chan_send(z.cli, big, 300000), 0);
     assert_int_equal(tls_chan_send(z.cli, "join", 4), 0);
     UNTIL(&z, tls_chan_recv(z.srv, (void **)&m, &len) == 1);
@@ -184,11 +190,7 @@ static void test_psk_over_zmq(void **state)
     struct zrun z;
     char *m = NULL;
     s_open(&z, tf_psk(0, tf_token), tf_psk(1, tf_token));
-    UNTIL(&z, z.srv && tls_chan_is_established(z.srv));
-    assert_int_equal(tls_chan_send(z.srv, "welcome", 7), 0);
-    UNTIL(&z, s_has(z.cli, &m));
-    assert_string_equal(m, "welcome");
-    free(m);
+    s_welcome(&z);
     assert_int_equal(tls_chan_send(z.cli, "join", 4), 0);
     UNTIL(&z, s_has(z.srv, &m));
     assert_string_equal(m, "join");
@@ -243,12 +245,8 @@ static void test_plaintext_client_over_zmq(void **state)
 static void test_lost_frame_then_new_handshake(void **state)
 {
     struct zrun z;
-    char *m = NULL;
     s_open(&z, tf_psk(0, tf_token), tf_psk(1, tf_token));
-    UNTIL(&z, z.srv && tls_chan_is_established(z.srv));
-    assert_int_equal(tls_chan_send(z.srv, "welcome", 7), 0);
-    UNTIL(&z, s_has(z.cli, &m));
-    free(m);
+    s_welcome(&z);
     z.drop_next_cli_frame = 1;
     assert_int_equal(tls_chan_send(z.cli, "lost", 4), 0);
     s_flush(&z);
@@ -261,11 +259,7 @@ static void test_lost_frame_then_new_handshake(void **state)
     tls_chan_destroy(&z.cli);
     z.cli = tls_chan_new(z.cctx);
     assert_int_equal(tls_chan_connect(z.cli), 0);
-    UNTIL(&z, z.srv && tls_chan_is_established(z.srv));
-    assert_int_equal(tls_chan_send(z.srv, "welcome back", 12), 0);
-    UNTIL(&z, s_has(z.cli, &m));
-    assert_string_equal(m, "welcome back");
-    free(m);
+    s_welcome(&z);
     s_close(&z);
     (void)state;
 }

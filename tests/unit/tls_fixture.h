@@ -120,6 +120,15 @@ static inline void tf_connect(tls_ctx_t *cctx, tls_ctx_t *sctx, tls_chan_t **cli
     tf_pump(*cli, *srv);
 }
 
+/* Destroys both channels and both contexts. */
+static inline void tf_cleanup(tls_chan_t **cli, tls_chan_t **srv, tls_ctx_t **cctx, tls_ctx_t **sctx)
+{
+    tls_chan_destroy(cli);
+    tls_chan_destroy(srv);
+    tls_ctx_destroy(cctx);
+    tls_ctx_destroy(sctx);
+}
+
 /* The next message as a string, which must be there. Caller frees. */
 static inline char *tf_recv(tls_chan_t *ch)
 {
