@@ -174,7 +174,10 @@ int tls_diag_fail_ssl(tls_chan_t *ch, const char *what)
     char why[1024];
     unsigned long code = ERR_peek_error();
     int reason = ERR_GET_REASON(code);
-    if (ch->ctx->is_psk && ch->ctx->is_server && !ch->psk_matched && ch->state == TLS_CHAN_HANDSHAKE)
+    /* A PSK server has no certificate: a ClientHello without our PSK ends in "no signature algorithm" or alike. */
+    if (ch->ctx->is_psk && ch->ctx->is_server && !ch->psk_matched &&
+        (reason == SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM || reason == SSL_R_NO_SHARED_CIPHER ||
+         reason == SSL_R_UNSUPPORTED_PROTOCOL))
         snprintf(why, sizeof why, ch->psk_offered
                      ? "peer offered a pre-shared key that is not plaunch's token"
                      : "peer offered no token: is it in certificate mode (a certificate directory) instead?");

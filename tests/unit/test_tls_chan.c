@@ -230,6 +230,13 @@ static void test_plaintext_and_random_bytes(void **state)
     tf_expect_error(srv, "not a TLS record");
     tls_chan_destroy(&srv);
 
+    /* A record header with a junk body: OpenSSL's own reason, and no talk of tokens. */
+    srv = tls_chan_new(sctx);
+    assert_int_equal(tls_chan_feed(srv, "\x16\x03\x01\x00\x05hello", 10), -1);
+    tf_expect_error(srv, "TLS handshake failed: ");
+    assert_null(strstr(tls_chan_error(srv), "token"));
+    tls_chan_destroy(&srv);
+
     /* Split across frames, byte by byte. */
     srv = tls_chan_new(sctx);
     assert_int_equal(tls_chan_feed(srv, join, 1), 0);
@@ -314,6 +321,93 @@ static void test_misuse_and_lifetimes(void **state)
     (void)state;
 }
 
+static void test_credentials_errors(void **state)
+{
+    struct pki *p = *state;
+    char dir[400], key[500];
+    tls_ctx_t *ctx;
+    unsigned char short_key[8] = { 0 };
+
+    assert_null(tls_ctx_new_ca(0, "/nonexistent/tls", "node1", tf_err, sizeof tf_err));
+    assert_non_null(strstr(tf_err, "/nonexistent/tls/ca.crt"));
+    assert_non_null(strstr(tf_err, "plaunch certs init"));
+
+    assert_null(tls_ctx_new_ca(0, p->ca1, "nobody", tf_err, sizeof tf_err));
+    assert_non_null(strstr(tf_err, "nobody.crt"));
+    assert_non_null(strstr(tf_err, "node.crt"));
+    assert_non_null(strstr(tf_err, "plaunch certs issue"));
+
+    /* A node directory holding node.crt/node.key serves any node name. */
+    snprintf(dir, sizeof dir, "%s/nodedir", p->tmp);
+    mkdir(dir, 0700);
+    tf_copy(p->ca1, "ca.crt", dir, "ca.crt", 0644);
+    tf_copy(p->ca1, "node1.crt", dir, "node.crt", 0644);
+    tf_copy(p->ca1, "node1.key", dir, "node.key", 0644);
+    /* ... but not while its key is readable by others. */
+    assert_null(tls_ctx_new_ca(0, dir, "gpu-host-3", tf_err, sizeof tf_err));
+    assert_non_null(strstr(tf_err, "node.key is accessible by group or others (mode 0644)"));
+    assert_non_null(strstr(tf_err, "chmod 600"));
+    snprintf(key, sizeof key, "%s/node.key", dir);
+    assert_int_equal(chmod(key, 0600), 0);
+    ctx = tls_ctx_new_ca(0, dir, "gpu-host-3", tf_err, sizeof tf_err);
+    assert_non_null(ctx);
+    assert_false(tls_ctx_is_server(ctx));
+    tls_ctx_destroy(&ctx);
+    assert_null(ctx);
+
+    assert_null(tls_ctx_new_psk(1, short_key, sizeof short_key, tf_err, sizeof tf_err));
+    assert_non_null(strstr(tf_err, "token of 8 bytes refused"));
+}
+
+static void test_tokens(void **state)
+{
+    struct pki *p = *state;
+    char hex[TLS_TOKEN_HEX_LEN + 1], hex2[TLS_TOKEN_HEX_LEN + 1], path[400], text[200];
+    unsigned char key[TLS_TOKEN_MAX_BYTES];
+    size_t len = 0;
+    int fd;
+
+    assert_int_equal(tls_token_generate(hex, tf_err, sizeof tf_err), 0);
+    assert_int_equal(tls_token_generate(hex2, tf_err, sizeof tf_err), 0);
+    assert_int_equal(strlen(hex), TLS_TOKEN_HEX_LEN);
+    assert_int_equal(strspn(hex, "0123456789abcdef"), TLS_TOKEN_HEX_LEN);
+    assert_string_not_equal(hex, hex2);
+
+    snprintf(text, sizeof text, "  %s\n", hex);
+    assert_int_equal(tls_token_parse_hex(text, key, sizeof key, &len, tf_err, sizeof tf_err), 0);
+    assert_int_equal(len, TLS_TOKEN_BYTES);
+    assert_int_equal(key[0], (unsigned char)strtoul((char[]){ hex[0], hex[1], 0 }, NULL, 16));
+    assert_int_equal(tls_token_parse_hex("00112233445566778899AABBCCDDEEFF", key, sizeof key, &len, tf_err,
+                                         sizeof tf_err), 0);
+    assert_int_equal(len, 16);
+    assert_int_equal(key[15], 0xff);
+
+    assert_int_equal(tls_token_parse_hex("abc", key, sizeof key, &len, tf_err, sizeof tf_err), -1);
+    assert_non_null(strstr(tf_err, "got 3 characters"));
+    assert_int_equal(tls_token_parse_hex("00112233445566778899aabbccddeefg", key, sizeof key, &len, tf_err,
+                                         sizeof tf_err), -1);
+    assert_non_null(strstr(tf_err, "not a hex digit at position 32"));
+    assert_null(strstr(tf_err, "00112233")); /* a secret is never echoed */
+    assert_int_equal(tls_token_parse_hex(hex, key, 16, &len, tf_err, sizeof tf_err), -1);
+
+    snprintf(path, sizeof path, "%s/token", p->tmp);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, hex, strlen(hex)), (ssize_t)strlen(hex));
+    assert_int_equal(write(fd, "\n", 1), 1);
+    close(fd);
+    chmod(path, 0644);
+    assert_int_equal(tls_token_read_file(path, key, sizeof key, &len, tf_err, sizeof tf_err), -1);
+    assert_non_null(strstr(tf_err, "token file"));
+    assert_non_null(strstr(tf_err, "chmod 600"));
+    chmod(path, 0600);
+    assert_int_equal(tls_token_read_file(path, key, sizeof key, &len, tf_err, sizeof tf_err), 0);
+    assert_int_equal(len, TLS_TOKEN_BYTES);
+    unlink(path);
+    assert_int_equal(tls_token_read_file(path, key, sizeof key, &len, tf_err, sizeof tf_err), -1);
+    assert_non_null(strstr(tf_err, "cannot open token file"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +424,8 @@ int main(void)
         cmocka_unit_test(test_tampered_record_after_handshake),
         cmocka_unit_test(test_oversize_message),
         cmocka_unit_test(test_misuse_and_lifetimes),
+        cmocka_unit_test(test_credentials_errors),
+        cmocka_unit_test(test_tokens),
     };
     return cmocka_run_group_tests(tests, tf_pki_setup, tf_pki_teardown);
 }

@@ -30,10 +30,19 @@ static inline void tf_issue(const char *dir, const char *name, const certs_opts_
         fail_msg("certs_issue %s: %s", name, tf_err);
 }
 
+/* Copies from_dir/from_name to to_dir/to_name with mode. */
+static inline void tf_copy(const char *from_dir, const char *from_name, const char *to_dir, const char *to_name,
+                           mode_t mode)
+{
+    char from[600], to[600];
+    snprintf(from, sizeof from, "%s/%s", from_dir, from_name);
+    snprintf(to, sizeof to, "%s/%s", to_dir, to_name);
+    tu_copy(from, to, mode);
+}
+
 static inline int tf_pki_setup(void **state)
 {
     static struct pki p;
-    char from[400], to[400];
     const char *loopback[] = { "127.0.0.1" };
     certs_opts_t coord = CERTS_OPTS_ZERO, expired = CERTS_OPTS_ZERO;
     p.tmp = tu_mkdtemp("tls");
@@ -51,15 +60,9 @@ static inline int tf_pki_setup(void **state)
     tf_issue(p.ca1, "old", &expired);
     tf_issue(p.ca2, "rogue", NULL);
     mkdir(p.rogue, 0700);
-    snprintf(from, sizeof from, "%s/ca.crt", p.ca1);
-    snprintf(to, sizeof to, "%s/ca.crt", p.rogue);
-    tu_copy(from, to, 0644);
-    snprintf(from, sizeof from, "%s/rogue.crt", p.ca2);
-    snprintf(to, sizeof to, "%s/rogue.crt", p.rogue);
-    tu_copy(from, to, 0644);
-    snprintf(from, sizeof from, "%s/rogue.key", p.ca2);
-    snprintf(to, sizeof to, "%s/rogue.key", p.rogue);
-    tu_copy(from, to, 0600);
+    tf_copy(p.ca1, "ca.crt", p.rogue, "ca.crt", 0644);
+    tf_copy(p.ca2, "rogue.crt", p.rogue, "rogue.crt", 0644);
+    tf_copy(p.ca2, "rogue.key", p.rogue, "rogue.key", 0600);
     *state = &p;
     return 0;
 }
