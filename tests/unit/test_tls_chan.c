@@ -1,5 +1,6 @@
 /* test_tls_chan: TLS 1.3 channels pumped in memory: both auth modes, every refusal with its reason, message bounds. */
 #include "tls_fixture.h"
+#include "tls_priv.h" /* white-box checks of the negotiated session */
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -17,6 +18,8 @@ static void test_ca_handshake_and_messages(void **state)
     assert_true(tls_chan_is_established(cli));
     assert_string_equal(tls_chan_peer_name(srv), "node1");
     assert_string_equal(tls_chan_peer_name(cli), "coord");
+    assert_int_equal(SSL_version(srv->ssl), TLS1_3_VERSION);
+    assert_int_equal(SSL_CTX_get_min_proto_version(cctx->ssl_ctx), TLS1_3_VERSION);
 
     /* The coordinator speaks first; then both ways, several messages per pump, an empty one too. */
     assert_int_equal(tls_chan_send(srv, "welcome", 7), 0);
@@ -78,6 +81,12 @@ static void test_psk_handshake_and_messages(void **state)
     char *m;
     tf_connect(cctx, sctx, &cli, &srv);
     assert_true(tls_chan_is_established(srv));
+    /* TLS 1.3, the external PSK, and still an (EC)DHE key exchange (psk_dhe_ke): forward secrecy. */
+    assert_int_equal(SSL_version(cli->ssl), TLS1_3_VERSION);
+    assert_true(SSL_session_reused(srv->ssl));
+    assert_true(SSL_get_negotiated_group(cli->ssl) > 0);
+    assert_false(SSL_CTX_get_options(sctx->ssl_ctx) & SSL_OP_ALLOW_NO_DHE_KEX);
+    assert_null(SSL_get_current_compression(srv->ssl));
     assert_string_equal(tls_chan_peer_name(srv), TLS_PEER_PSK);
     assert_string_equal(tls_chan_peer_name(cli), TLS_PEER_PSK);
     assert_int_equal(tls_chan_send(srv, "welcome", 7), 0);
