@@ -13,6 +13,7 @@
 
 #define READ_CHUNK 16384 /* one TLS record of plaintext */
 #define HDR 4            /* big-endian message length */
+#define TLS_RECORD_HDR 5 /* type, version, length */
 
 /* ---- life cycle ---------------------------------------------------------------------------------------------- */
 
@@ -241,16 +242,34 @@ size_t tls_chan_pending(const tls_chan_t *ch)
 
 size_t tls_chan_pull(tls_chan_t *ch, void *frame, size_t cap)
 {
-    size_t n = BIO_ctrl_pending(ch->wbio);
+    const unsigned char *data;
+    long avail = BIO_get_mem_data(ch->wbio, (char **)&data);
+    size_t n = 0, pending = avail > 0 ? (size_t)avail : 0;
     int got;
-    if (n > cap)
-        n = cap;
-    if (n > TLS_CHAN_FRAME_MAX)
-        n = TLS_CHAN_FRAME_MAX;
+    if (cap > TLS_CHAN_FRAME_MAX)
+        cap = TLS_CHAN_FRAME_MAX;
+    /* OpenSSL writes whole records; a frame takes as many whole records as fit, so every frame starts a record
+     * and a receiver can recognise a new ClientHello (tls_chan_is_client_hello). */
+    while (pending - n >= TLS_RECORD_HDR) {
+        size_t rec = TLS_RECORD_HDR + ((size_t)data[n + 3] << 8 | data[n + 4]);
+        if (n + rec > cap || n + rec > pending)
+            break;
+        n += rec;
+    }
+    if (n == 0)
+        n = pending < cap ? pending : cap; /* cap below one record: the stream is still right, only unaligned */
     if (n == 0)
         return 0;
     got = BIO_read(ch->wbio, frame, (int)n);
     return got > 0 ? (size_t)got : 0;
+}
+
+int tls_chan_is_client_hello(const void *frame, size_t len)
+{
+    const unsigned char *p = frame;
+    /* Record type handshake, version 3.x, first handshake message ClientHello (1). TLS 1.3 encrypts every later
+     * handshake message under the application-data record type, so this only matches a session's first frame. */
+    return len > TLS_RECORD_HDR && p[0] == 0x16 && p[1] == 0x03 && p[TLS_RECORD_HDR] == 0x01;
 }
 
 static int s_write(tls_chan_t *ch, const void *data, size_t len)

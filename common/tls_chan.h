@@ -64,9 +64,13 @@ int tls_chan_connect(tls_chan_t *ch);
  * it can; 0 on success (also while more frames are needed), -1 on any fatal error (state TLS_CHAN_FAILED). After
  * every feed, pull: the handshake, alerts and close_notify produce outgoing frames. */
 int tls_chan_feed(tls_chan_t *ch, const void *frame, size_t len);
-/* Takes up to min(cap, TLS_CHAN_FRAME_MAX) bytes of pending ciphertext into frame; returns the count, 0 when
- * nothing is pending. Send each result as one frame, in order. */
+/* Takes pending ciphertext into frame, as many whole TLS records as fit in min(cap, TLS_CHAN_FRAME_MAX); returns
+ * the count, 0 when nothing is pending. Send each result as one frame, in order. Give cap >= TLS_CHAN_FRAME_MAX
+ * so that every frame starts a record. */
 size_t tls_chan_pull(tls_chan_t *ch, void *frame, size_t cap);
+/* 1 when frame (as tls_chan_pull made it) opens a new session: the ClientHello. A server that gets one for a peer
+ * that already has a session replaces that session (the agent restarted its handshake) instead of feeding it. */
+int tls_chan_is_client_hello(const void *frame, size_t len);
 /* Bytes of ciphertext waiting for tls_chan_pull. */
 size_t tls_chan_pending(const tls_chan_t *ch);
 /* Queues one whole message (len <= the message bound) once the channel is open. 0, or -1 with a message. */

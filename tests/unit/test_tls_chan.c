@@ -61,7 +61,13 @@ static void test_big_message_is_split_into_bounded_frames(void **state)
     tf_connect(cctx, sctx, &cli, &srv);
     assert_int_equal(tls_chan_send(srv, data, big), 0);
     while ((n = tls_chan_pull(srv, frame, sizeof frame)) > 0) {
+        size_t at = 0;
         assert_true(n <= TLS_CHAN_FRAME_MAX);
+        /* Whole records only: each frame is a run of complete TLS records. */
+        while (at + 5 <= n)
+            at += 5 + ((size_t)frame[at + 3] << 8 | frame[at + 4]);
+        assert_int_equal(at, n);
+        assert_false(tls_chan_is_client_hello(frame, n));
         assert_int_equal(tls_chan_feed(cli, frame, n), 0);
         frames++;
     }
@@ -72,6 +78,29 @@ static void test_big_message_is_split_into_bounded_frames(void **state)
     free(got);
     free(data);
     tf_cleanup(&cli, &srv, &cctx, &sctx);
+}
+
+/* An agent that restarts its handshake sends a ClientHello; the coordinator recognises it among the frames. */
+static void test_client_hello_is_recognised(void **state)
+{
+    tls_ctx_t *sctx = tf_psk(1, tf_token), *cctx = tf_psk(0, tf_token);
+    tls_chan_t *cli = tls_chan_new(cctx), *srv = tls_chan_new(sctx);
+    unsigned char frame[TLS_CHAN_FRAME_MAX];
+    size_t n;
+    assert_int_equal(tls_chan_connect(cli), 0);
+    n = tls_chan_pull(cli, frame, sizeof frame);
+    assert_true(tls_chan_is_client_hello(frame, n));
+    assert_int_equal(tls_chan_feed(srv, frame, n), 0);
+    n = tls_chan_pull(srv, frame, sizeof frame); /* ServerHello and the encrypted rest */
+    assert_false(tls_chan_is_client_hello(frame, n));
+    assert_int_equal(tls_chan_feed(cli, frame, n), 0);
+    tf_pump(cli, srv);
+    assert_int_equal(tls_chan_send(cli, "join", 4), 0);
+    n = tls_chan_pull(cli, frame, sizeof frame);
+    assert_false(tls_chan_is_client_hello(frame, n));
+    assert_false(tls_chan_is_client_hello("\x16\x03\x01", 3));
+    tf_cleanup(&cli, &srv, &cctx, &sctx);
+    (void)state;
 }
 
 static void test_psk_handshake_and_messages(void **state)
@@ -423,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_ca_handshake_and_messages),
         cmocka_unit_test(test_big_message_is_split_into_bounded_frames),
         cmocka_unit_test(test_psk_handshake_and_messages),
+        cmocka_unit_test(test_client_hello_is_recognised),
         cmocka_unit_test(test_client_without_certificate),
         cmocka_unit_test(test_client_cert_from_another_ca),
         cmocka_unit_test(test_expired_certificates),
