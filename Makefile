@@ -116,7 +116,7 @@ $(B)/bin/%: worker/examples/%.c $(LIBPL_SO)
 
 $(B)/tests/test_%: tests/unit/test_%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(CMOCKA_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(CMOCKA_LIBS) $(LDLIBS)
 
 $(B)/bin/plaunch-probe-worker: $(CUDA_SRC) $(LIBPL_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
@@ -141,4 +141,4 @@ fuzz:
 clean:
 	rm -rf build
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests -name '*.d' 2>/dev/null)

@@ -11,7 +11,7 @@
 
 #define MAX_IPS 16
 
-int cmd_certs(int argc, char **argv);
+#include "cmd_certs.h"
 
 static const char s_usage[] =
     "Usage: plaunch certs init DIR [--days N] [--force]\n"

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_certs.h"
 #include "job.h"
 #include "jobsetup.h"
 #include "log.h"
@@ -78,5 +79,7 @@ out:
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "certs") == 0)
+        return cmd_certs(argc - 1, argv + 1);
     return s_run(argc, argv);
 }
