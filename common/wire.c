@@ -74,7 +74,7 @@ static void s_free(void *data, void *p)
 
 static ProtobufCAllocator s_heap = { s_alloc, s_free, NULL };
 
-/* ---- NUL bytes in strings ------------------------------------------------------------------------------------- */
+/* ---- the wire format, walked before protobuf-c unpacks it ----------------------------------------------------- */
 
 static int s_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
@@ -88,15 +88,23 @@ static int s_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
     return -1;
 }
 
-/* What protobuf-c lets through and wire_check cannot see any more once the message is unpacked:
- * - a NUL byte inside a string: C code would see the string cut there, so a bound checked with strlen() misses
- *   the rest and "job\0x" compares equal to "job";
+/* Walks the wire format before protobuf-c does, for what protobuf-c lets through and wire_check cannot see once the
+ * message is unpacked, and so that the fuzzer, which sees only plaunch's own code, learns the wire format:
  * - field number 0 or above 2^29-1 (an overlong tag): protobuf-c keeps it as an unknown field, then packs it as
- *   bytes that no decoder accepts.
- * Walks the fields of message d in p[len]; depth > 0 also walks the embedded messages (the body). */
+ *   bytes that no decoder accepts; group wire types, lengths past the end;
+ * - a NUL byte inside a string: C code would see the string cut there, so a bound checked with strlen() misses
+ *   the rest and "job\0x" compares equal to "job".
+ * Walks the fields of message d in p[len] and, while depth > 0, of the embedded messages (the body). Problems inside
+ * the body go to body_err (first one kept; the body may be dropped instead), the others to err with -1. */
+struct scan {
+    char *err, *body_err;
+    size_t errlen, body_errlen;
+};
+
 static int s_scan_wire(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, int depth,
-                       const char *prefix, char *err, size_t errlen)
+                       const char *prefix, const struct scan *sc)
 {
+    const char *where = *prefix ? prefix : "envelope";
     size_t i = 0;
     uint64_t key, n;
     while (i < len) {
@@ -104,8 +112,7 @@ static int s_scan_wire(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
         if (s_varint(p, len, &i, &key) < 0)
             goto malformed;
         if ((key >> 3) == 0 || (key >> 3) > 0x1fffffff)
-            return wire_fail(err, errlen, "%s: field number %" PRIu64 " is not valid", *prefix ? prefix : "envelope",
-                             key >> 3);
+            return wire_fail(sc->err, sc->errlen, "%s: field number %" PRIu64 " is not valid", where, key >> 3);
         f = protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
         switch (key & 7) {
         case 0:
@@ -122,10 +129,14 @@ static int s_scan_wire(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
         case 2:
             if (s_varint(p, len, &i, &n) < 0 || n > len - i)
                 goto malformed;
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + i, 0, n))
-                return wire_fail(err, errlen, "%s%s%s: contains a NUL byte", prefix, *prefix ? "." : "", f->name);
+            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + i, 0, n)) {
+                if (!*prefix)
+                    return wire_fail(sc->err, sc->errlen, "%s: contains a NUL byte", f->name);
+                if (!sc->body_err[0])
+                    wire_fail(sc->body_err, sc->body_errlen, "%s.%s: contains a NUL byte", prefix, f->name);
+            }
             if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth > 0 &&
-                s_scan_wire(f->descriptor, p + i, n, depth - 1, f->name, err, errlen) < 0)
+                s_scan_wire(f->descriptor, p + i, n, depth - 1, f->name, sc) < 0)
                 return -1;
             i += n;
             break;
@@ -135,7 +146,7 @@ static int s_scan_wire(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
     }
     return 0;
 malformed:
-    return wire_fail(err, errlen, "%s: malformed field near offset %zu", *prefix ? prefix : "envelope", i);
+    return wire_fail(sc->err, sc->errlen, "%s: malformed field near offset %zu", where, i);
 }
 
 /* ---- decode / encode ------------------------------------------------------------------------------------------ */
@@ -161,6 +172,8 @@ wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err
 {
     struct budget budget = { 0, 0 };
     ProtobufCAllocator alloc = { s_alloc, s_free, &budget };
+    char body_err[256] = "";
+    struct scan scan = { err, body_err, errlen, sizeof body_err };
     wire_msg_t *msg = NULL;
     if (len == 0 || !buf) {
         wire_fail(err, errlen, "empty message");
@@ -170,20 +183,20 @@ wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err
         wire_fail(err, errlen, "message of %zu bytes, more than WIRE_MAX_MSG (%u)", len, WIRE_MAX_MSG);
         goto error;
     }
+    if (s_scan_wire(&plaunch__envelope__descriptor, buf, len, 1, "", &scan) < 0)
+        goto error;
     msg = plaunch__envelope__unpack(&alloc, len, buf);
     if (!msg) {
         if (budget.exceeded)
             wire_fail(err, errlen, "message of %zu bytes needs more than WIRE_MAX_DECODED (%u) bytes unpacked", len,
-                   WIRE_MAX_DECODED);
+                      WIRE_MAX_DECODED);
         else
             wire_fail(err, errlen, "%zu bytes that are not a plaunch message (protobuf unpack failed)", len);
         goto error;
     }
-    if (s_scan_wire(&plaunch__envelope__descriptor, buf, len, 0, "", err, errlen) < 0 ||
-        wire_check_envelope(msg, err, errlen) < 0)
+    if (wire_check_envelope(msg, err, errlen) < 0)
         goto error;
-    if (s_scan_wire(&plaunch__envelope__descriptor, buf, len, 1, "", err, errlen) < 0 ||
-        wire_check_body(msg, allowed, err, errlen) < 0) {
+    if ((body_err[0] ? wire_fail(err, errlen, "%s", body_err) : wire_check_body(msg, allowed, err, errlen)) < 0) {
         /* A peer of another version gets its clear refusal from wire_check_peer, not a bound message. */
         if (msg->protocol_version == WIRE_PROTOCOL_VERSION)
             goto error;
@@ -229,7 +242,7 @@ static ssize_t s_packed_size(const wire_msg_t *msg, char *err, size_t errlen)
     n = plaunch__envelope__get_packed_size(msg);
     if (n > WIRE_MAX_MSG)
         return wire_fail(err, errlen, "%s: %zu bytes packed, more than WIRE_MAX_MSG (%u)",
-                      wire_type_name(msg->body_case), n, WIRE_MAX_MSG);
+                         wire_type_name(msg->body_case), n, WIRE_MAX_MSG);
     return (ssize_t)n;
 }
 
@@ -240,7 +253,7 @@ ssize_t wire_encode(const wire_msg_t *msg, void *buf, size_t cap, char *err, siz
         return -1;
     if ((size_t)n > cap)
         return wire_fail(err, errlen, "%s: %zd bytes packed, the buffer holds %zu",
-                      wire_type_name(msg->body_case), n, cap);
+                         wire_type_name(msg->body_case), n, cap);
     return (ssize_t)plaunch__envelope__pack(msg, buf);
 }
 
@@ -292,9 +305,16 @@ char *wire_assign_endpoints(const Plaunch__Assign *a, char *err, size_t errlen)
     out[0] = '\0';
     for (size_t n = 0; n < a->nnodes; n++) {
         for (uint32_t l = 0; l < a->local_world_sizes[n] && rank < a->world_size; l++, rank++) {
+            int k;
             if (rank > 0)
                 out[off++] = ',';
-            off += (size_t)s_endpoint(a->node_addrs[n], a->endpoint_ports[rank], out + off, cap - off);
+            k = s_endpoint(a->node_addrs[n], a->endpoint_ports[rank], out + off, cap - off);
+            if (k < 0) {
+                free(out);
+                wire_fail(err, errlen, "endpoint of rank %" PRIu32 ": not a checked ASSIGN", rank);
+                return NULL;
+            }
+            off += (size_t)k;
         }
     }
     return out;

@@ -1,4 +1,4 @@
-/* wire: the control plane's messages (schema common/wire.proto): encode, decode with every bound checked, peer checks. */
+/* wire: the control plane's messages (schema common/wire.proto): encode, decode with every bound checked, peers. */
 #ifndef PLAUNCH_WIRE_H
 #define PLAUNCH_WIRE_H
 

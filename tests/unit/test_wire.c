@@ -209,7 +209,8 @@ static const struct bad s_bad[] = {
     { "hello.hostname", SET_LEN, 256, NULL, "hello.hostname: 256 bytes, more than the bound of 255" },
     { "hello.plaunch_version", SET_LEN, 65, NULL, "hello.plaunch_version: 65 bytes, more than the bound of 64" },
     { "join.hostname", SET_LEN, 256, NULL, "join.hostname: 256 bytes, more than the bound of 255" },
-    { "join.hostname", SET_STR, 0, "gpu\t7", "join.hostname: byte 0x09 at offset 3 is not allowed (printable ASCII, no spaces)" },
+    { "join.hostname", SET_STR, 0, "gpu\t7",
+      "join.hostname: byte 0x09 at offset 3 is not allowed (printable ASCII, no spaces)" },
     { "join.addr", SET_LEN, 0, NULL, "join.addr: empty, must be set" },
     { "join.addr", SET_LEN, 256, NULL, "join.addr: 256 bytes, more than the bound of 255" },
     { "join.pid", SET_VALUE, 0, NULL, "join.pid: 0 outside 1..2147483647" },
@@ -276,7 +277,8 @@ static const struct bad s_bad[] = {
     { "stop.text", SET_LEN, 1025, NULL, "stop.text: 1025 bytes, more than the bound of 1024" },
     { "nccl_id_put.key", SET_LEN, 0, NULL, "nccl_id_put.key: empty, must be set" },
     { "nccl_id_put.key", SET_LEN, 129, NULL, "nccl_id_put.key: 129 bytes, more than the bound of 128" },
-    { "nccl_id_put.key", SET_STR, 0, "tp\x7f", "nccl_id_put.key: byte 0x7f at offset 2 is not allowed (printable ASCII, no spaces)" },
+    { "nccl_id_put.key", SET_STR, 0, "tp\x7f",
+      "nccl_id_put.key: byte 0x7f at offset 2 is not allowed (printable ASCII, no spaces)" },
     { "nccl_id_put.rank", SET_VALUE, 65536, NULL, "nccl_id_put.rank: 65536 outside 0..65535" },
     { "nccl_id_put.id", SET_LEN, 0, NULL, "nccl_id_put.id: 0 bytes, must be exactly 128" },
     { "nccl_id_put.id", SET_LEN, 127, NULL, "nccl_id_put.id: 127 bytes, must be exactly 128" },
@@ -473,6 +475,36 @@ static void test_nul_in_strings(void **state)
     assert_null(wire_decode(buf, len, WIRE_ANY, err, sizeof err));
     assert_string_equal(err, "job_id: contains a NUL byte");
     free(buf);
+
+    /* From a newer peer, a NUL in the body drops the body, not the message. */
+    sample_init(&s, WIRE_JOIN);
+    s.msg.protocol_version = 2;
+    buf = s_encode(&s.msg, &len);
+    s_patch(buf, len, "gpu-07", "gpu\00007", 6);
+    {
+        wire_msg_t *in = wire_decode(buf, len, WIRE_ANY, err, sizeof err);
+        assert_non_null(in);
+        assert_int_equal(in->body_case, WIRE_NONE);
+        wire_free(&in);
+    }
+    free(buf);
+}
+
+static void test_wire_format_refused(void **state)
+{
+    /* version 1, then field 0 as an overlong tag (protobuf-c would keep it as an unknown field) */
+    static const uint8_t tag0[] = { 0x08, 0x01, 0x82, 0x00, 0x00 };
+    /* version 1, then a group (wire type 3) */
+    static const uint8_t group[] = { 0x08, 0x01, 0x13, 0x14 };
+    /* version 1, then a string field whose length runs past the end */
+    static const uint8_t past[] = { 0x08, 0x01, 0x12, 0x05, 'j', 'o' };
+    char err[256];
+    assert_null(wire_decode(tag0, sizeof tag0, WIRE_ANY, err, sizeof err));
+    assert_string_equal(err, "envelope: field number 0 is not valid");
+    assert_null(wire_decode(group, sizeof group, WIRE_ANY, err, sizeof err));
+    assert_string_equal(err, "envelope: malformed field near offset 3");
+    assert_null(wire_decode(past, sizeof past, WIRE_ANY, err, sizeof err));
+    assert_string_equal(err, "envelope: malformed field near offset 4");
 }
 
 static size_t s_put_varint(uint8_t *out, uint64_t v)
@@ -688,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_every_bound_refused_by_name),
         cmocka_unit_test(test_body_rules),
         cmocka_unit_test(test_nul_in_strings),
+        cmocka_unit_test(test_wire_format_refused),
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_truncated_refused),
         cmocka_unit_test(test_random_bytes_refused),
