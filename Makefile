@@ -76,6 +76,8 @@ deps:
 	@scripts/deps.sh
 
 # ---- rules ---------------------------------------------------------------------------------------
+# Generated sources are only prerequisites of pattern rules; without this make deletes them as intermediates.
+.SECONDARY: $(PROTO_C) $(PROTO_H)
 $(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: common/%.proto
 	@mkdir -p $(B)/gen
 	protoc-c --proto_path=common --c_out=$(B)/gen $<
@@ -114,7 +116,7 @@ $(B)/bin/%: worker/examples/%.c $(LIBPL_SO)
 	  $(if $(LIBPL_SO),$(LIBPL_LINK)) \
 	  $(if $(call NEEDS_NCCL,$<),$(CUDA_LDLIBS)) $(LDLIBS)
 
-$(B)/tests/test_%: tests/unit/test_%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
+$(B)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(CMOCKA_LIBS) $(LDLIBS)
 

@@ -1,0 +1,121 @@
+/* wire: the control plane's messages (schema common/wire.proto): encode, decode with every bound checked, peers. */
+#ifndef PLAUNCH_WIRE_H
+#define PLAUNCH_WIRE_H
+
+/* Calling rules: a message from wire_decode() is owned by the caller and freed with wire_free(); one built with
+ * wire_init() lives in the caller's storage, borrows every pointer it holds and is never passed to wire_free().
+ * Every function is thread-safe; none logs. Errors: -1 / NULL and a message naming the field in err[errlen]. */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.pb-c.h"
+
+#define WIRE_PROTOCOL_VERSION 1u
+
+/* Bounds (docs/protocol.md explains each). The largest valid message is an ASSIGN for 65536 ranks. */
+#define WIRE_MAX_MSG         (1u << 20)  /* encoded envelope, checked before unpacking */
+#define WIRE_MAX_DECODED     (4u << 20)  /* memory the unpacker may take for one message */
+#define WIRE_MAX_JOB_ID      64
+#define WIRE_MAX_HOST        255         /* host names and addresses */
+#define WIRE_MAX_VERSION_STR 64
+#define WIRE_MAX_GPUS_STR    1024
+#define WIRE_MAX_NODES       4096
+#define WIRE_MAX_LOCAL       1024        /* workers on one node */
+#define WIRE_MAX_WORLD       65536
+#define WIRE_MAX_KEY         128
+#define WIRE_NCCL_ID_BYTES   128
+#define WIRE_MAX_TEXT        1024        /* REFUSE/STOP text, one log line */
+#define WIRE_MAX_LOG_LINES   64
+#define WIRE_MAX_KIND        64
+#define WIRE_MAX_REPORT      (256u << 10)
+#define WIRE_MAX_RESTARTS    100000
+#define WIRE_MAX_GRACE_S     3600
+#define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */
+#define WIRE_MAX_SIGNAL      64
+
+typedef Plaunch__Envelope wire_msg_t;
+
+/* Body types, as msg->body_case holds them (the oneof field numbers of wire.proto). */
+typedef Plaunch__Envelope__BodyCase wire_type_t;
+#define WIRE_NONE PLAUNCH__ENVELOPE__BODY__NOT_SET
+#define WIRE_HELLO PLAUNCH__ENVELOPE__BODY_HELLO
+#define WIRE_JOIN PLAUNCH__ENVELOPE__BODY_JOIN
+#define WIRE_ASSIGN PLAUNCH__ENVELOPE__BODY_ASSIGN
+#define WIRE_REFUSE PLAUNCH__ENVELOPE__BODY_REFUSE
+#define WIRE_HEARTBEAT PLAUNCH__ENVELOPE__BODY_HEARTBEAT
+#define WIRE_WORKER_EXIT PLAUNCH__ENVELOPE__BODY_WORKER_EXIT
+#define WIRE_STOP PLAUNCH__ENVELOPE__BODY_STOP
+#define WIRE_NCCL_ID_PUT PLAUNCH__ENVELOPE__BODY_NCCL_ID_PUT
+#define WIRE_NCCL_ID_GET PLAUNCH__ENVELOPE__BODY_NCCL_ID_GET
+#define WIRE_NCCL_ID PLAUNCH__ENVELOPE__BODY_NCCL_ID
+#define WIRE_BARRIER PLAUNCH__ENVELOPE__BODY_BARRIER
+#define WIRE_BARRIER_DONE PLAUNCH__ENVELOPE__BODY_BARRIER_DONE
+#define WIRE_REPORT PLAUNCH__ENVELOPE__BODY_REPORT
+#define WIRE_BYE PLAUNCH__ENVELOPE__BODY_BYE
+
+/* Which bodies a receiver accepts (the `allowed` argument of wire_decode). */
+#define WIRE_BIT(type) (1u << (type))
+#define WIRE_ANY                                                                                                  \
+    (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) |                 \
+     WIRE_BIT(WIRE_HEARTBEAT) | WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID_PUT) |    \
+     WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_BARRIER_DONE) |  \
+     WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE))
+/* worker -> agent over ipc:// */
+#define WIRE_TO_AGENT_IPC                                                                                         \
+    (WIRE_BIT(WIRE_NCCL_ID_PUT) | WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_REPORT))
+/* agent -> coordinator */
+#define WIRE_TO_COORD                                                                                             \
+    (WIRE_TO_AGENT_IPC | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |                  \
+     WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_BYE))
+/* coordinator -> agent */
+#define WIRE_TO_AGENT                                                                                             \
+    (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |            \
+     WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE) | WIRE_BIT(WIRE_BYE))
+/* agent -> worker over ipc:// */
+#define WIRE_TO_WORKER                                                                                            \
+    (WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE))
+
+/* "JOIN", "NCCL_ID_PUT", ...; "NONE" or "UNKNOWN" otherwise. */
+const char *wire_type_name(wire_type_t type);
+
+/* Fills *msg: this protocol version, job_id (borrowed), generation, and body (a Plaunch__<Type> of that type,
+ * borrowed; asserted). Example:
+ *     Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;  wire_msg_t m;
+ *     wire_init(&m, "job-1", gen, WIRE_HEARTBEAT, &hb); */
+void wire_init(wire_msg_t *msg, const char *job_id, uint32_t generation, wire_type_t type, void *body);
+
+/* Checks msg against every bound, as wire_decode does, and packs it into buf[cap]. Returns the length. */
+ssize_t wire_encode(const wire_msg_t *msg, void *buf, size_t cap, char *err, size_t errlen);
+/* The same into a malloc'd buffer (caller frees), its length in *len. */
+void *wire_encode_alloc(const wire_msg_t *msg, size_t *len, char *err, size_t errlen);
+
+/* Unpacks buf[len] (at most WIRE_MAX_MSG bytes, checked first) and checks every field's bound, that the body is
+ * one of `allowed` (WIRE_TO_*), and the cross-field rules (ASSIGN's counts and sums). A message of another
+ * protocol version is returned with its envelope checked and its body dropped when that does not pass: call
+ * wire_check_peer() before looking at the body. */
+wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err, size_t errlen);
+/* Frees a message from wire_decode and sets *msg to NULL; safe on NULL and twice. */
+void wire_free(wire_msg_t **msg);
+
+/* The checks of wire_encode: 0, or -1 with a message naming the field and the bound. */
+int wire_check(const wire_msg_t *msg, char *err, size_t errlen);
+/* Refuses a peer of another protocol version or, when expected_job_id is not NULL, another job, with a message
+ * fit for both sides' logs (it names the node when the body says it, and which side to upgrade). 0 if the same. */
+int wire_check_peer(const wire_msg_t *msg, uint32_t expected_version, const char *expected_job_id, char *err,
+                    size_t errlen);
+
+/* PADDLE_TRAINER_ENDPOINTS of a checked ASSIGN: "addr:port,..." in rank order (IPv6 in brackets); caller frees. */
+char *wire_assign_endpoints(const Plaunch__Assign *assign, char *err, size_t errlen);
+/* The endpoint of global rank `rank` (PADDLE_CURRENT_ENDPOINT) into buf[len]; 0 or -1. */
+int wire_assign_endpoint(const Plaunch__Assign *assign, uint32_t rank, char *buf, size_t len, char *err,
+                         size_t errlen);
+
+/* Halves of wire_check used by wire_decode: the envelope's own fields; the body against `allowed`. */
+int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen);
+int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t errlen);
+/* Formats a message into err[errlen] when err is not NULL; returns -1. */
+int wire_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

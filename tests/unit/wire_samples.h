@@ -1,0 +1,177 @@
+/* wire_samples: one valid message of every body type, every field set, for the wire unit tests and fuzz seeds. */
+#ifndef PLAUNCH_WIRE_SAMPLES_H
+#define PLAUNCH_WIRE_SAMPLES_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "wire.h"
+
+#define SAMPLE_JOB "job-1"
+#define SAMPLE_GEN 3
+
+/* A message and the storage it borrows; sample_init() points s->msg at the body of the asked type. */
+struct sample {
+    wire_msg_t msg;
+    Plaunch__Hello hello;
+    Plaunch__Join join;
+    Plaunch__Assign assign;
+    Plaunch__Refuse refuse;
+    Plaunch__Heartbeat heartbeat;
+    Plaunch__WorkerExit worker_exit;
+    Plaunch__Stop stop;
+    Plaunch__NcclIdPut nccl_id_put;
+    Plaunch__NcclIdGet nccl_id_get;
+    Plaunch__NcclId nccl_id;
+    Plaunch__Barrier barrier;
+    Plaunch__BarrierDone barrier_done;
+    Plaunch__Report report;
+    Plaunch__Bye bye;
+    uint32_t worker_ports[4];
+    uint32_t local_world_sizes[2];
+    char *node_addrs[2];
+    uint32_t endpoint_ports[6];
+    char *log_tail[2];
+    uint8_t id[WIRE_NCCL_ID_BYTES];
+    char json[64];
+};
+
+static const wire_type_t sample_types[] = {
+    WIRE_HELLO, WIRE_JOIN,    WIRE_ASSIGN,  WIRE_REFUSE,       WIRE_HEARTBEAT, WIRE_WORKER_EXIT, WIRE_STOP,
+    WIRE_NCCL_ID_PUT, WIRE_NCCL_ID_GET, WIRE_NCCL_ID, WIRE_BARRIER, WIRE_BARRIER_DONE, WIRE_REPORT, WIRE_BYE,
+};
+#define SAMPLE_NTYPES (sizeof sample_types / sizeof sample_types[0])
+
+static void sample_fill_bodies(struct sample *s)
+{
+    static const uint32_t worker_ports[] = { 6001, 6002, 6003, 6004 };
+    static const uint32_t endpoint_ports[] = { 6001, 6002, 7001, 7002, 7003, 7004 };
+    for (size_t i = 0; i < sizeof s->id; i++)
+        s->id[i] = (uint8_t)(i * 7 + 1);
+    memcpy(s->worker_ports, worker_ports, sizeof worker_ports);
+    memcpy(s->endpoint_ports, endpoint_ports, sizeof endpoint_ports);
+    s->local_world_sizes[0] = 2;
+    s->local_world_sizes[1] = 4;
+    s->node_addrs[0] = "10.0.0.1";
+    s->node_addrs[1] = "fd00::2";
+    s->log_tail[0] = "Traceback (most recent call last):";
+    s->log_tail[1] = "RuntimeError: CUDA error: out of memory";
+    snprintf(s->json, sizeof s->json, "{\"busbw_gbps\": 81.5}");
+
+    plaunch__hello__init(&s->hello);
+    s->hello.hostname = "head-0";
+    s->hello.plaunch_version = "0.1.0";
+
+    plaunch__join__init(&s->join);
+    s->join.hostname = "gpu-07";
+    s->join.addr = "10.0.0.7";
+    s->join.pid = 4242;
+    s->join.nproc = 4;
+    s->join.requested_node_rank = 1;
+    s->join.gpus = "0,1,2,3";
+    s->join.plaunch_version = "0.1.0";
+    s->join.n_worker_ports = 4;
+    s->join.worker_ports = s->worker_ports;
+    s->join.master_port = 29500;
+
+    plaunch__assign__init(&s->assign);
+    s->assign.node_rank = 1;
+    s->assign.nnodes = 2;
+    s->assign.first_rank = 2;
+    s->assign.world_size = 6;
+    s->assign.n_local_world_sizes = 2;
+    s->assign.local_world_sizes = s->local_world_sizes;
+    s->assign.master_addr = "10.0.0.1";
+    s->assign.master_port = 29500;
+    s->assign.n_node_addrs = 2;
+    s->assign.node_addrs = s->node_addrs;
+    s->assign.n_endpoint_ports = 6;
+    s->assign.endpoint_ports = s->endpoint_ports;
+    s->assign.restart_count = 1;
+    s->assign.max_restarts = 3;
+    s->assign.heartbeat_interval_ms = 1000;
+    s->assign.heartbeat_timeout_ms = 10000;
+
+    plaunch__refuse__init(&s->refuse);
+    s->refuse.code = PLAUNCH__REFUSE__CODE__FULL;
+    s->refuse.text = "job job-1 has its 2 nodes already";
+
+    plaunch__heartbeat__init(&s->heartbeat);
+    s->heartbeat.seq = 9;
+    s->heartbeat.mono_ns = 123456789012ULL;
+
+    plaunch__worker_exit__init(&s->worker_exit);
+    s->worker_exit.global_rank = 5;
+    s->worker_exit.local_rank = 3;
+    s->worker_exit.pid = 999;
+    s->worker_exit.exit_code = 1;
+    s->worker_exit.signal = 9;
+    s->worker_exit.runtime_ms = 5000;
+    s->worker_exit.exit_time_unix_ms = 1700000000123ULL;
+    s->worker_exit.n_log_tail = 2;
+    s->worker_exit.log_tail = s->log_tail;
+
+    plaunch__stop__init(&s->stop);
+    s->stop.reason = PLAUNCH__STOP__REASON__WORKER_FAILED;
+    s->stop.signal = 15;
+    s->stop.grace_s = 30;
+    s->stop.text = "rank 5 on gpu-07 exited with 1";
+
+    plaunch__nccl_id_put__init(&s->nccl_id_put);
+    s->nccl_id_put.key = "tp-group";
+    s->nccl_id_put.rank = 4;
+    s->nccl_id_put.id.len = sizeof s->id;
+    s->nccl_id_put.id.data = s->id;
+
+    plaunch__nccl_id_get__init(&s->nccl_id_get);
+    s->nccl_id_get.key = "tp-group";
+    s->nccl_id_get.rank = 5;
+
+    plaunch__nccl_id__init(&s->nccl_id);
+    s->nccl_id.key = "tp-group";
+    s->nccl_id.id.len = sizeof s->id;
+    s->nccl_id.id.data = s->id;
+
+    plaunch__barrier__init(&s->barrier);
+    s->barrier.key = "init";
+    s->barrier.rank = 2;
+    s->barrier.timeout_ms = 60000;
+
+    plaunch__barrier_done__init(&s->barrier_done);
+    s->barrier_done.key = "init";
+    s->barrier_done.status = PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT;
+
+    plaunch__report__init(&s->report);
+    s->report.kind = "probe";
+    s->report.json.len = strlen(s->json);
+    s->report.json.data = (uint8_t *)s->json;
+
+    plaunch__bye__init(&s->bye);
+    s->bye.exit_status = 1;
+}
+
+/* Fills *s with a valid message of body type t. */
+static void sample_init(struct sample *s, wire_type_t t)
+{
+    void *bodies[] = {
+        [WIRE_HELLO] = &s->hello,
+        [WIRE_JOIN] = &s->join,
+        [WIRE_ASSIGN] = &s->assign,
+        [WIRE_REFUSE] = &s->refuse,
+        [WIRE_HEARTBEAT] = &s->heartbeat,
+        [WIRE_WORKER_EXIT] = &s->worker_exit,
+        [WIRE_STOP] = &s->stop,
+        [WIRE_NCCL_ID_PUT] = &s->nccl_id_put,
+        [WIRE_NCCL_ID_GET] = &s->nccl_id_get,
+        [WIRE_NCCL_ID] = &s->nccl_id,
+        [WIRE_BARRIER] = &s->barrier,
+        [WIRE_BARRIER_DONE] = &s->barrier_done,
+        [WIRE_REPORT] = &s->report,
+        [WIRE_BYE] = &s->bye,
+    };
+    memset(s, 0, sizeof *s);
+    sample_fill_bodies(s);
+    wire_init(&s->msg, SAMPLE_JOB, SAMPLE_GEN, t, bodies[t]);
+}
+
+#endif
