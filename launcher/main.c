@@ -14,6 +14,7 @@
 #include "opts.h"
 #include "output.h"
 #include "sentinel.h"
+#include "services.h"
 #include "supervise.h"
 
 extern char **environ;
@@ -67,7 +68,11 @@ static int s_run(int argc, char **argv)
         fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.job_id, job.nworkers,
                 job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.gpu_mode ? " on GPUs " : "",
                 job.gpu_mode ? job.visible_devices : "", job.log_dir);
-    code = supervise_run(&job);
+    static struct services sv;
+    struct sup_ctl ctl;
+    sv.job = &job;
+    services_local_ctl(&sv, &ctl);
+    code = supervise_run(&job, &ctl);
     log_info("plaunch exits with %d", code);
 out:
     sentinel_release();

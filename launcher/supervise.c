@@ -21,7 +21,7 @@
 #include "summary.h"
 #include "wenv.h"
 
-enum sup_state { ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
+enum sup_state { ST_IDLE, ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
 enum sup_event {
     EV_WORKER_OK,     /* a worker exited 0 */
     EV_WORKER_FAIL,   /* a worker exited non-zero or was killed */
@@ -29,9 +29,10 @@ enum sup_event {
     EV_STOP_SIGNAL,   /* TERM INT HUP QUIT to the launcher */
     EV_FWD_SIGNAL,    /* USR1 USR2: forwarded, the job goes on */
     EV_GRACE_EXPIRED, /* --grace passed since the stop began */
+    EV_CTL_STOP,      /* the controller (coordinator) stops this generation */
     EV_N
 };
-enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_SIGNAL };
+enum stop_reason { STOP_NONE, STOP_FAILURE, STOP_SIGNAL, STOP_CTL };
 
 struct sup {
     struct job *job;
@@ -46,13 +47,16 @@ struct sup {
     struct failure job_first; /* first failure of the job, reported at the end */
     int exit_code;
     int event_signal;         /* argument of the signal events */
+    const struct sup_ctl *ctl;
 };
 
 typedef void (*sup_action)(struct sup *s);
 
-static const char *const s_state_names[] = { "running", "stopping", "killing", "done" };
+static const char *const s_state_names[] = { "idle", "running", "stopping", "killing", "done" };
+static const struct sup_ctl s_no_ctl = { 0 };
 
 static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *arg);
+static void s_dispatch(struct sup *s, enum sup_event ev);
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
@@ -131,6 +135,8 @@ static int s_start_generation(struct sup *s)
     if (s_pick_ports(job) < 0)
         return -1;
     memset(&s->first, 0, sizeof s->first);
+    if (s->ctl->gen_start)
+        s->ctl->gen_start(s->ctl->arg, job);
     log_info("generation %d: starting %d worker%s", job->generation, job->nworkers, job->nworkers == 1 ? "" : "s");
     for (int i = 0; i < job->nworkers; i++) {
         struct worker *w = &job->workers[i];
@@ -232,6 +238,8 @@ static void a_begin_stop_failure(struct sup *s)
 
 static void a_begin_stop_signal(struct sup *s)
 {
+    if (s->ctl->stop_signal)
+        s->ctl->stop_signal(s->ctl->arg, s->event_signal);
     s->reason = STOP_SIGNAL;
     s->stop_signal = s->event_signal;
     s->state = ST_STOPPING;
@@ -258,6 +266,29 @@ static void a_escalate_signal(struct sup *s)
     s_signal_workers(s, s->event_signal);
 }
 
+static void a_ctl_stop(struct sup *s)
+{
+    s->reason = STOP_CTL;
+    s->state = ST_STOPPING;
+    int sig = s->event_signal ? s->event_signal : SIGTERM;
+    log_info("coordinator stops generation %d: SIG%s to %d worker%s, SIGKILL after %gs", s->job->generation,
+             sigabbrev_np(sig), s->running, s->running == 1 ? "" : "s", s->job->opt.grace);
+    s_signal_workers(s, sig);
+    s_arm_grace(s);
+    if (s->running == 0)
+        s_dispatch(s, EV_ALL_GONE);
+}
+
+/* A stop signal with no worker running (waiting for the coordinator): the controller decides what follows. */
+static void a_idle_signal(struct sup *s)
+{
+    s->stop_signal = s->event_signal;
+    if (s->ctl->stop_signal)
+        s->ctl->stop_signal(s->ctl->arg, s->event_signal);
+    else
+        sup_finish(s, 128 + s->event_signal);
+}
+
 static void a_forward(struct sup *s)
 {
     log_info("forwarding SIG%s to %d worker%s", sigabbrev_np(s->event_signal), s->running,
@@ -278,6 +309,13 @@ static void a_finish_ok(struct sup *s)
 {
     s_kill_strays(s);
     log_info("all %d worker%s exited 0", s->job->nworkers, s->job->nworkers == 1 ? "" : "s");
+    if (s->ctl->remote) {
+        for (int i = 0; i < s->job->nworkers; i++)
+            s_close_output(s, &s->job->workers[i]);
+        s->state = ST_IDLE;
+        s->ctl->gen_over(s->ctl->arg, s->job, 0, NULL);
+        return;
+    }
     s->exit_code = 0;
     s->state = ST_DONE;
     loop_stop(s->loop);
@@ -291,6 +329,14 @@ static void a_end_generation(struct sup *s)
     s_kill_strays(s);
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
+    if (s->ctl->remote) {
+        int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
+                   : s->first.valid         ? s_status_code(s->first.status) : 0;
+        s->state = ST_IDLE;
+        s->reason = STOP_NONE;
+        s->ctl->gen_over(s->ctl->arg, job, code, s->first.valid ? &s->first : NULL);
+        return;
+    }
     if (s->reason == STOP_FAILURE && job->restarts_left > 0 && s->first.exec_errno == 0) {
         job->restarts_left--;
         job->generation++;
@@ -318,17 +364,22 @@ static void a_end_generation(struct sup *s)
 
 /* state x event: what the launcher does. Unlisted pairs cannot happen or need nothing. */
 static const sup_action s_table[ST_N][EV_N] = {
+    [ST_IDLE] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_none,
+                  [EV_STOP_SIGNAL] = a_idle_signal, [EV_FWD_SIGNAL] = a_none, [EV_GRACE_EXPIRED] = a_none,
+                  [EV_CTL_STOP] = a_none },
     [ST_RUNNING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_begin_stop_failure,
                      [EV_ALL_GONE] = a_finish_ok, [EV_STOP_SIGNAL] = a_begin_stop_signal,
-                     [EV_FWD_SIGNAL] = a_forward, [EV_GRACE_EXPIRED] = a_none },
+                     [EV_FWD_SIGNAL] = a_forward, [EV_GRACE_EXPIRED] = a_none,
+                     [EV_CTL_STOP] = a_ctl_stop },
     [ST_STOPPING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_end_generation,
                       [EV_STOP_SIGNAL] = a_escalate_signal, [EV_FWD_SIGNAL] = a_forward,
-                      [EV_GRACE_EXPIRED] = a_kill },
+                      [EV_GRACE_EXPIRED] = a_kill, [EV_CTL_STOP] = a_none },
     [ST_KILLING] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_end_generation,
                      [EV_STOP_SIGNAL] = a_escalate_signal, [EV_FWD_SIGNAL] = a_forward,
-                     [EV_GRACE_EXPIRED] = a_none },
+                     [EV_GRACE_EXPIRED] = a_none, [EV_CTL_STOP] = a_none },
     [ST_DONE] = { [EV_WORKER_OK] = a_none, [EV_WORKER_FAIL] = a_none, [EV_ALL_GONE] = a_none,
-                  [EV_STOP_SIGNAL] = a_none, [EV_FWD_SIGNAL] = a_none, [EV_GRACE_EXPIRED] = a_none },
+                  [EV_STOP_SIGNAL] = a_none, [EV_FWD_SIGNAL] = a_none, [EV_GRACE_EXPIRED] = a_none,
+                  [EV_CTL_STOP] = a_none },
 };
 
 static void s_dispatch(struct sup *s, enum sup_event ev)
@@ -412,6 +463,8 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
                                      .when_realtime_s = ts.tv_sec };
         s->job_first = s->first;
     }
+    if (s->ctl->worker_exit)
+        s->ctl->worker_exit(s->ctl->arg, job, w);
     s_dispatch(s, failed ? EV_WORKER_FAIL : EV_WORKER_OK);
     if (s->running == 0 && s->state != ST_DONE)
         s_dispatch(s, EV_ALL_GONE);
@@ -469,9 +522,36 @@ int supervise_block_signals(sigset_t *old)
     return sigprocmask(SIG_BLOCK, &set, old);
 }
 
-int supervise_run(struct job *job)
+int sup_start(sup_t *s)
 {
-    struct sup s = { .job = job, .state = ST_RUNNING, .sigfd = -1, .exit_code = 125 };
+    s->state = ST_RUNNING;
+    s->reason = STOP_NONE;
+    if (s_start_generation(s) == 0)
+        return 0;
+    s_abort_generation(s);
+    return -1;
+}
+
+void sup_stop(sup_t *s, int sig)
+{
+    s->event_signal = sig;
+    s_dispatch(s, EV_CTL_STOP);
+}
+
+void sup_finish(sup_t *s, int exit_code)
+{
+    s_abort_generation(s);
+    s->exit_code = exit_code;
+}
+
+int sup_running(const sup_t *s)
+{
+    return s->running;
+}
+
+int supervise_run(struct job *job, const struct sup_ctl *ctl)
+{
+    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl ? ctl : &s_no_ctl };
     sigset_t set;
     sigprocmask(SIG_BLOCK, NULL, &set);
     s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -482,9 +562,9 @@ int supervise_run(struct job *job)
     }
     if (loop_add_fd(s.loop, s.sigfd, ZMQ_POLLIN, s_on_signal, &s) < 0)
         goto out;
-    if (s_start_generation(&s) < 0)
-        s_abort_generation(&s);
-    else if (loop_run(s.loop) < 0)
+    if (s.ctl->setup && s.ctl->setup(s.ctl->arg, &s, s.loop) < 0)
+        goto out;
+    if ((s.ctl->remote || sup_start(&s) == 0) && s.state != ST_DONE && loop_run(s.loop) < 0)
         log_error("event loop failed: %s", strerror(errno));
 out:
     for (int i = 0; i < job->nworkers; i++) {
@@ -498,6 +578,8 @@ out:
             s_close_output(&s, w);
     }
     s_kill_strays(&s);
+    if (s.ctl->teardown)
+        s.ctl->teardown(s.ctl->arg);
     if (s.sigfd >= 0)
         close(s.sigfd);
     loop_destroy(&s.loop);

@@ -7,9 +7,36 @@
 
 #include "job.h"
 
+typedef struct sup sup_t;
+
+/* The node's controller: the coordinator link on a multi-node job; NULL for a one-node job, which decides its
+ * restarts locally. Every callback is optional. */
+struct sup_ctl {
+    void *arg;
+    /* Remote control: no generation starts until sup_start; when all workers are gone the supervisor waits
+     * (gen_over) for sup_start (next generation) or sup_finish (end of job). */
+    int remote;
+    /* The loop exists: register sockets and timers. -1 ends the run with 125. */
+    int (*setup)(void *arg, sup_t *s, loop_t *loop);
+    /* Workers of job->generation are about to start (ranks and ports are set). */
+    void (*gen_start)(void *arg, const struct job *job);
+    void (*worker_exit)(void *arg, const struct job *job, const struct worker *w);
+    /* Remote only: every worker of the generation is gone; exit_code is this node's verdict (0 = all ok). */
+    void (*gen_over)(void *arg, const struct job *job, int exit_code, const struct failure *first);
+    /* The launcher got a stop signal (TERM INT HUP QUIT). */
+    void (*stop_signal)(void *arg, int sig);
+    void (*teardown)(void *arg);
+};
+
 /* Blocks the signals the loop takes through signalfd; call before any fork. */
 int supervise_block_signals(sigset_t *old);
 /* Runs the job to its end; returns the launcher's exit status. */
-int supervise_run(struct job *job);
+int supervise_run(struct job *job, const struct sup_ctl *ctl);
+
+/* For the controller, from inside the loop. */
+int sup_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
+void sup_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
+void sup_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
+int sup_running(const sup_t *s);               /* workers not yet reaped */
 
 #endif

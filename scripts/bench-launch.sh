@@ -7,11 +7,14 @@ set -euo pipefail
 
 RUNS=${1:-20}
 NPROC=8
-LAUNCHERS=(plaunch mpirun torchrun)
+LAUNCHERS=(plaunch mpirun torchrun floor)   # floor: xargs starting the same workers, no launcher logic; a reference
 
 # launcher_cmd NAME: the command line NAME uses to start $NPROC x /bin/true (into the CMD array).
 launcher_cmd() {
     case $1 in
+    floor)
+        seq "$NPROC" >"$BENCH_TMP/ranks"
+        CMD=(xargs -P "$NPROC" -n 1 -a "$BENCH_TMP/ranks" /bin/true) ;;
     plaunch)
         CMD=("$PLAUNCH" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
     mpirun)
@@ -56,19 +59,21 @@ report() {
     declare -A MED RSS
     echo "bench-launch: $NPROC x /bin/true, $RUNS interleaved runs per launcher; $(bench_machine)"
     echo
-    printf '%-9s %10s %10s %10s %14s\n' launcher "median ms" "min ms" "p90 ms" "peak RSS MiB"
+    printf '%-12s %10s %10s %10s %14s\n' launcher "median ms" "min ms" "p90 ms" "peak RSS MiB"
     for name in "${LAUNCHERS[@]}"; do
         read -r med min p90 _ < <(bench_stats "$BENCH_TMP/$name.wall")
         rss=$(sort -n "$BENCH_TMP/$name.rss" | tail -n 1 | awk '{ printf "%.1f", $1 / 1024 }')
         MED[$name]=$med
         RSS[$name]=$rss
-        printf '%-9s %10.1f %10.1f %10.1f %14s\n' "$name" "$med" "$min" "$p90" "$rss"
+        [ "$name" = floor ] && name="(xargs -P$NPROC)"
+        printf '%-12s %10.1f %10.1f %10.1f %14s\n' "$name" "$med" "$min" "$p90" "$rss"
     done
     echo
     for name in mpirun torchrun; do
         printf 'plaunch/%-9s wall %7sx   peak RSS %7sx\n' "$name" \
             "$(bench_div "${MED[plaunch]}" "${MED[$name]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[$name]}")"
     done
+    printf 'plaunch above the xargs floor: %.1f ms\n' "$(awk -v a="${MED[plaunch]}" -v b="${MED[floor]}" 'BEGIN { print a - b }')"
     echo
     local ratio
     ratio=$(bench_div "${MED[plaunch]}" "${MED[mpirun]}")

@@ -1,0 +1,30 @@
+#!/bin/bash
+# ncclid.t: libplaunch hands every rank of a generation the same NCCL unique id (real ncclGetUniqueId) per key.
+. "$(dirname "$0")/lib.sh"
+plan 7
+EX="$PLAUNCH_BUILD/bin/nccl_id"
+
+run_plaunch --nproc-per-node 4 --tee all "$EX" world pipeline
+is "$rc" 0 "4 workers get ids for two keys and pass a barrier"
+ids_world=$(printf '%s\n' "$out" | awk '$5 == "world" {print $6}' | sort -u)
+ids_pipe=$(printf '%s\n' "$out" | awk '$5 == "pipeline" {print $6}' | sort -u)
+is "$(printf '%s\n' "$out" | awk '$5 == "world"' | wc -l)" 4 "every rank printed the 'world' id"
+is "$(printf '%s\n' "$ids_world" | wc -l)$(printf '%s\n' "$ids_pipe" | wc -l)" "11" "identical bytes on every rank, per key"
+ok $([ ${#ids_world} = 256 ] && [ "$ids_world" != "$ids_pipe" ]; echo $?) "128-byte ids that differ between keys"
+ok $([ "$ids_world" != "$(printf '%0256d' 0)" ]; echo $?) "the id is not all zeros"
+
+cat >twice.sh <<'W'
+#!/bin/bash
+"$EX" world pipeline || exit 1
+[ "$PLAUNCH_GENERATION" = 0 ] && [ "$RANK" = 1 ] && exit 5
+exit 0
+W
+chmod +x twice.sh
+EX=$EX run_plaunch --nproc-per-node 2 --tee all --max-restarts 1 ./twice.sh
+g0=$(grep -h ' world ' log/workerlog.0 | head -1 | awk '{print $4}')
+g1=$(grep -h ' world ' log/workerlog.0 | tail -1 | awk '{print $4}')
+ok $([ "$rc" = 0 ] && [ -n "$g0" ] && [ "$g0" != "$g1" ]; echo $?) "a new generation gets a new id"
+
+PLAUNCH_TIMEOUT_MS=1500 run_plaunch --nproc-per-node 2 sh -c '[ "$RANK" = 0 ] && sleep 5; exec "$0" world x' "$EX"
+like "$err" "no answer from the plaunch agent .* within 1500 ms" "a rank whose rank 0 never publishes times out with a message"
+done_testing
