@@ -158,6 +158,100 @@ static int s_set_quiet(struct opts *o, const char *val, const char *origin, char
     return 0;
 }
 
+static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 1, 4096, &v, origin, "the number of nodes", err, errlen) < 0)
+        return -1;
+    o->nnodes = (int)v;
+    return 0;
+}
+
+static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    const char *colon = strrchr(val, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == val || !end || *end || port < 1 || port > 65535 || strlen(val) >= sizeof o->master) {
+        snprintf(err, errlen, "%s '%s': expected HOST:PORT of the coordinator, e.g. 10.0.0.1:6170", origin, val);
+        return -1;
+    }
+    return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
+}
+
+static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, 4095, &v, origin, "this node's rank", err, errlen) < 0)
+        return -1;
+    o->node_rank = (int)v;
+    return 0;
+}
+
+/* Seconds in (lo, hi]: a timeout or an interval. */
+static int s_seconds(const char *val, double lo, double hi, double *out, const char *origin, char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !(v > lo && v <= hi)) {
+        snprintf(err, errlen, "%s '%s': expected seconds above %g and at most %g, e.g. 30 or 0.5", origin, val, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int s_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0, 86400, &o->rdzv_timeout, origin, err, errlen);
+}
+
+static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0.009, 3600, &o->heartbeat, origin, err, errlen);
+}
+
+static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0.02, 86400, &o->heartbeat_timeout, origin, err, errlen);
+}
+
+static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->tls_dir, sizeof o->tls_dir, val, origin, err, errlen);
+}
+
+static int s_set_token(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    size_t n = strlen(val);
+    int ok = n >= 32 && n <= 128 && n % 2 == 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isxdigit((unsigned char)val[i]);
+    if (!ok) {
+        /* never echo a token: it is a secret even when malformed */
+        snprintf(err, errlen, "%s: expected a token of 32 to 128 hex digits (plaunch prints one when it creates it)",
+                 origin);
+        return -1;
+    }
+    return s_copy(o->token, sizeof o->token, val, origin, err, errlen);
+}
+
+static int s_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->token_file, sizeof o->token_file, val, origin, err, errlen);
+}
+
+static int s_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int q = o->quiet;
+    if (s_set_quiet(o, val, origin, err, errlen) < 0)
+        return -1;
+    o->insecure = o->quiet;
+    o->quiet = q;
+    return 0;
+}
+
 static const struct optdef s_defs[] = {
     { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
       "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
@@ -178,6 +272,23 @@ static const struct optdef s_defs[] = {
     { "host", NULL, NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
+    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N", "Number of nodes of the job (default: 1)." },
+    { "master", "rdzv-endpoint", "master-addr", 1, s_set_master, "HOST:PORT",
+      "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1." },
+    { "node-rank", "node_rank", NULL, 1, s_set_node_rank, "R",
+      "This node's rank (default: assigned by the coordinator, in address order, and printed)." },
+    { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",
+      "How long to wait for every node to join (default: 600)." },
+    { "tls-dir", NULL, NULL, 1, s_set_tls_dir, "DIR",
+      "Job CA and node certificates from 'plaunch certs' (default: ~/.plaunch/tls)." },
+    { "token", NULL, NULL, 1, s_set_token, "HEX",
+      "Pre-shared token (TLS 1.3 PSK) instead of certificates; prefer PLAUNCH_TOKEN or --token-file." },
+    { "token-file", NULL, NULL, 1, s_set_token_file, "FILE", "File (mode 0600) holding the token." },
+    { "insecure", NULL, NULL, 0, s_set_insecure, NULL,
+      "Plaintext control plane: anyone who reaches the port can join the job. Testing only." },
+    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 1)." },
+    { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
+      "A peer silent this long is lost: its node is dropped, or the agent stops (default: 3)." },
 };
 #define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
 
@@ -280,8 +391,8 @@ static int s_ini_handler(void *user, const char *section, const char *name, cons
     }
     const struct optdef *d = s_find(name, strlen(name));
     if (!d || d->set == s_set_config) {
-        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; known keys: gpus, nproc_per_node, log_dir, "
-                 "job_id, tee, max_restarts, grace, host, quiet", st->path, lineno, name);
+        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; see plaunch --help for the "
+                 "options; keys are their names with '-' or '_'", st->path, lineno, name);
         st->failed = 1;
         return 1;
     }
@@ -348,6 +459,11 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     snprintf(o->tee, sizeof o->tee, "0");
     snprintf(o->origin_tee, sizeof o->origin_tee, "the default --tee");
     o->grace = 10;
+    o->nnodes = 1;
+    o->node_rank = -1;
+    o->rdzv_timeout = 600;
+    o->heartbeat = 1;
+    o->heartbeat_timeout = 3;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -426,6 +542,21 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         if (pairs[k].def->set(o, pairs[k].val, pairs[k].origin, err, errlen) < 0)
             return -1;
 
+    if (o->nnodes > 1 && !o->master[0]) {
+        snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT: the coordinator's address, the same on every "
+                 "node", o->nnodes);
+        return -1;
+    }
+    if (o->node_rank >= o->nnodes) {
+        snprintf(err, errlen, "--node-rank %d is outside 0..%d for --nnodes %d", o->node_rank, o->nnodes - 1,
+                 o->nnodes);
+        return -1;
+    }
+    if (o->heartbeat_timeout <= o->heartbeat) {
+        snprintf(err, errlen, "--heartbeat-timeout %g must be longer than --heartbeat %g", o->heartbeat_timeout,
+                 o->heartbeat);
+        return -1;
+    }
     if (o->prog_argc < 1) {
         snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "
                  "(e.g. plaunch --nproc-per-node 4 python3 train.py)");

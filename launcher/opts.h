@@ -19,6 +19,16 @@ struct opts {
     char config[PATH_MAX];
     char host[256];            /* address advertised to workers (MASTER_ADDR on one node) */
     int quiet;
+    /* multi-node */
+    int nnodes;                /* 1 = this node alone */
+    char master[300];          /* HOST:PORT of the coordinator; "" on one node */
+    int node_rank;             /* -1 = assigned by the coordinator */
+    double rdzv_timeout;       /* seconds to wait for every node */
+    char tls_dir[PATH_MAX];    /* job CA and node certificates */
+    char token[300];           /* hex pre-shared token */
+    char token_file[PATH_MAX];
+    int insecure;              /* plaintext control plane */
+    double heartbeat, heartbeat_timeout;
     /* Where each value came from, for error messages that name the offending input. */
     char origin_gpus[300], origin_nproc[300], origin_tee[300];
     int prog_argc;

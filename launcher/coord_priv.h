@@ -1,0 +1,67 @@
+/* coord_priv: state shared by coord_server.c (sessions, transport, heartbeats) and coord_world.c (membership,
+ * ranks, generations, the end of the job). Not for other modules. */
+#ifndef PLAUNCH_COORD_PRIV_H
+#define PLAUNCH_COORD_PRIV_H
+
+#include "coord.h"
+#include "coord_server.h"
+
+#define CS_MAX_RID 256
+
+enum peer_state { PS_HANDSHAKE, PS_OPEN, PS_MEMBER, PS_GONE };
+
+struct peer {
+    int used;
+    int local;                  /* the agent of the coordinator's own node */
+    unsigned char rid[CS_MAX_RID];
+    size_t rid_len;
+    tls_chan_t *ch;             /* NULL in plaintext mode and for the local agent */
+    enum peer_state st;
+    char from[80];              /* remote address as ZeroMQ saw it */
+    uint64_t last_heard_ns;
+    uint64_t hb_seq;
+    /* from JOIN */
+    char host[WIRE_MAX_HOST + 1], addr[WIRE_MAX_HOST + 1];
+    uint32_t pid, nproc, master_port;
+    int req_rank;
+    uint32_t *ports;
+    /* membership */
+    int node_rank;              /* in the current generation; -1 before ASSIGN */
+    int joined_gen;             /* generation it joined for; -1 none */
+    int byed, bye_status;
+};
+
+enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
+
+struct coord_server {
+    const struct job *job;
+    loop_t *loop;
+    void *zctx, *router, *monitor;
+    tls_ctx_t *tls;
+    coord_t *coord;
+    struct peer *peers;         /* peers[0] is the local agent */
+    int npeers;
+    coord_local_fn local;
+    void *local_arg;
+    char job_id[WIRE_MAX_JOB_ID + 1];
+    enum cs_state state;
+    uint32_t generation;
+    int restarts_left;
+    int world;
+    int job_status, status_set;
+    char failure[2048];         /* the root cause, for the summary */
+    int hb_timer, rdzv_timer;
+    unsigned char *frame;
+    char last_accepted[80];
+};
+
+/* coord_server.c */
+int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m);
+void cs_drop_peer(coord_server_t *cs, int peer, const char *why);
+/* coord_world.c */
+void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
+void cw_peer_lost(coord_server_t *cs, int peer, const char *why);
+void cw_rendezvous_timeout(coord_server_t *cs);
+void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text);
+
+#endif

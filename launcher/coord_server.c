@@ -1,0 +1,410 @@
+/* coord_server: the coordinator's transport: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3 sessions
+ * (or plaintext with --insecure), the in-process agent of its own node, refusals, heartbeats. */
+#include "coord_priv.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+
+#define CS_MONITOR_EP "inproc://plaunch-coord-monitor"
+
+static int s_hb_tick(loop_t *loop, int id, void *arg);
+
+/* ---- peers -------------------------------------------------------------------------------------- */
+
+static int s_find_peer(coord_server_t *cs, const unsigned char *rid, size_t len)
+{
+    for (int i = 1; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].rid_len == len && memcmp(cs->peers[i].rid, rid, len) == 0)
+            return i;
+    return -1;
+}
+
+static int s_new_peer(coord_server_t *cs, const unsigned char *rid, size_t len, const char *from)
+{
+    int i = 1;
+    while (i < cs->npeers && cs->peers[i].used)
+        i++;
+    if (i == cs->npeers) {
+        struct peer *np = realloc(cs->peers, (size_t)(cs->npeers + 1) * sizeof *np);
+        if (!np)
+            return -1;
+        cs->peers = np;
+        cs->npeers++;
+    }
+    struct peer *p = &cs->peers[i];
+    memset(p, 0, sizeof *p);
+    p->used = 1;
+    memcpy(p->rid, rid, len);
+    p->rid_len = len;
+    p->node_rank = -1;
+    p->joined_gen = -1;
+    p->req_rank = -1;
+    p->last_heard_ns = loop_now_ns();
+    snprintf(p->from, sizeof p->from, "%s", from && *from ? from : "unknown address");
+    return i;
+}
+
+/* Sends every pending TLS record of the peer's session as one frame each. */
+static void s_flush(coord_server_t *cs, struct peer *p)
+{
+    size_t n;
+    while (p->ch && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
+        if (zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+            zmq_send(cs->router, cs->frame, n, ZMQ_DONTWAIT) < 0)
+            return;
+    }
+}
+
+void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
+{
+    struct peer *p = &cs->peers[peer];
+    if (!p->used || p->local)
+        return;
+    if (why)
+        log_info("dropping the session with %s (%s): %s", p->host[0] ? p->host : "a peer", p->from, why);
+    if (p->ch) {
+        tls_chan_close(p->ch);
+        s_flush(cs, p);
+        tls_chan_destroy(&p->ch);
+    }
+    free(p->ports);
+    p->ports = NULL;
+    p->used = 0;
+    p->st = PS_GONE;
+}
+
+int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    struct peer *p = &cs->peers[peer];
+    if (!p->used)
+        return -1;
+    if (p->local) {
+        cs->local(cs->local_arg, m);
+        return 0;
+    }
+    char err[256];
+    size_t len;
+    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
+    if (!buf) {
+        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
+        return -1;
+    }
+    int rc = 0;
+    if (!cs->tls) {
+        rc = zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+                     zmq_send(cs->router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
+        rc = -1;
+    } else {
+        s_flush(cs, p);
+    }
+    free(buf);
+    return rc;
+}
+
+static void s_send_hello(coord_server_t *cs, int peer)
+{
+    Plaunch__Hello h = PLAUNCH__HELLO__INIT;
+    wire_msg_t m;
+    h.hostname = (char *)cs->job->hostname;
+    h.plaunch_version = PLAUNCH_VERSION;
+    wire_init(&m, cs->job_id, cs->generation, WIRE_HELLO, &h);
+    cs->peers[peer].st = PS_OPEN;
+    cs_send(cs, peer, &m);
+}
+
+/* ---- messages from agents ------------------------------------------------------------------------ */
+
+/* A whole message from a peer: decode with every bound checked, then the world logic. */
+static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t len)
+{
+    struct peer *p = &cs->peers[peer];
+    char err[512];
+    wire_msg_t *m = wire_decode(data, len, WIRE_TO_COORD, err, sizeof err);
+    if (!m) {
+        log_warn("refused a message from %s: %s", p->from, err);
+        cs_drop_peer(cs, peer, NULL);
+        return;
+    }
+    p->last_heard_ns = loop_now_ns();
+    cw_on_message(cs, peer, m);
+    wire_free(&m);
+}
+
+static void s_on_frame(coord_server_t *cs, const unsigned char *rid, size_t rid_len, const void *data, size_t len,
+                       const char *from)
+{
+    int peer = s_find_peer(cs, rid, rid_len);
+    if (!cs->tls) {
+        if (peer < 0) {
+            if ((peer = s_new_peer(cs, rid, rid_len, from)) < 0)
+                return;
+            s_send_hello(cs, peer);
+        }
+        if (len > 0)
+            s_on_message(cs, peer, data, len);
+        return;
+    }
+    if (tls_chan_is_client_hello(data, len)) {
+        if (peer >= 0)
+            cs_drop_peer(cs, peer, "the agent started a new session");
+        if ((peer = s_new_peer(cs, rid, rid_len, from)) < 0)
+            return;
+        cs->peers[peer].ch = tls_chan_new(cs->tls);
+        if (!cs->peers[peer].ch) {
+            cs_drop_peer(cs, peer, "out of memory");
+            return;
+        }
+    } else if (peer < 0) {
+        log_warn("refused %s: its first frame is not a TLS ClientHello (a plaintext ZeroMQ client, or a peer "
+                 "from a session this coordinator does not know; give it the job's --token or --tls-dir)", from);
+        return;
+    }
+    struct peer *p = &cs->peers[peer];
+    if (tls_chan_feed(p->ch, data, len) < 0) {
+        if (p->st == PS_HANDSHAKE)
+            log_warn("refused %s: TLS handshake failed: %s", p->from, tls_chan_error(p->ch));
+        else
+            log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
+                     tls_chan_error(p->ch));
+        s_flush(cs, p); /* the alert tells the agent why */
+        cs_drop_peer(cs, peer, NULL);
+        return;
+    }
+    s_flush(cs, p);
+    if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
+        log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
+        s_send_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
+    }
+    void *msg;
+    size_t mlen;
+    while (cs->peers[peer].used && cs->peers[peer].ch && tls_chan_recv(cs->peers[peer].ch, &msg, &mlen) == 1) {
+        s_on_message(cs, peer, msg, mlen);
+        free(msg);
+    }
+}
+
+static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    coord_server_t *cs = arg;
+    for (int budget = 0; budget < 1024; budget++) {
+        zmq_msg_t rid, body;
+        zmq_msg_init(&rid);
+        if (zmq_msg_recv(&rid, cs->router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&rid);
+            return 0;
+        }
+        zmq_msg_init(&body);
+        int ok = zmq_msg_more(&rid) && zmq_msg_recv(&body, cs->router, ZMQ_DONTWAIT) >= 0;
+        while (ok && zmq_msg_more(&body)) { /* one frame per message: drain and drop the rest */
+            zmq_msg_t extra;
+            zmq_msg_init(&extra);
+            zmq_msg_recv(&extra, cs->router, ZMQ_DONTWAIT);
+            ok = 0;
+            int again = zmq_msg_more(&extra);
+            zmq_msg_close(&extra);
+            if (!again)
+                break;
+        }
+        const char *from = ok ? zmq_msg_gets(&body, "Peer-Address") : NULL;
+        if (ok && zmq_msg_size(&rid) <= CS_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
+            s_on_frame(cs, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body), zmq_msg_size(&body),
+                       from ? from : "");
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+    return 0;
+}
+
+/* ZeroMQ's own handshake failures (random bytes on the port) never reach the ROUTER: the monitor sees them. */
+static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    coord_server_t *cs = arg;
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, cs->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return 0;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        zmq_msg_init(&addr);
+        if (zmq_msg_more(&ev))
+            zmq_msg_recv(&addr, cs->monitor, 0);
+        if (event == ZMQ_EVENT_ACCEPTED) {
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            char host[64] = "?";
+            if (getpeername((int)value, (struct sockaddr *)&ss, &sl) == 0)
+                getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL, 0, NI_NUMERICHOST);
+            snprintf(cs->last_accepted, sizeof cs->last_accepted, "%s", host);
+        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
+            log_warn("refused a connection from %s: not a ZeroMQ peer (ZMTP handshake failed, error %u: random "
+                     "bytes or another protocol on the port)", cs->last_accepted[0] ? cs->last_accepted : "?", value);
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+    }
+}
+
+/* ---- heartbeats ----------------------------------------------------------------------------------- */
+
+static int s_hb_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    const struct opts *o = &cs->job->opt;
+    uint64_t now = loop_now_ns(), limit = (uint64_t)(o->heartbeat_timeout * 1e9);
+    for (int i = 1; i < cs->npeers; i++) {
+        struct peer *p = &cs->peers[i];
+        if (!p->used || p->st == PS_HANDSHAKE)
+            continue;
+        if (now - p->last_heard_ns > limit) {
+            char why[160];
+            snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
+                     (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
+            cw_peer_lost(cs, i, why);
+            continue;
+        }
+        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+        wire_msg_t m;
+        hb.seq = ++p->hb_seq;
+        hb.mono_ns = now;
+        wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
+        cs_send(cs, i, &m);
+    }
+    if (cs->state != CS_DONE)
+        cs->hb_timer = loop_timer_after_ms(loop, (int64_t)(o->heartbeat * 1000), s_hb_tick, cs);
+    return 0;
+}
+
+static int s_rdzv_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    cs->rdzv_timer = 0;
+    if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING)
+        cw_rendezvous_timeout(cs);
+    return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------------------------------ */
+
+coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
+                                 tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen)
+{
+    coord_server_t *cs = calloc(1, sizeof *cs);
+    int zero = 0, one = 1;
+    int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
+    if (!cs || !(cs->frame = malloc(TLS_CHAN_FRAME_MAX)) || !(cs->peers = calloc(1, sizeof *cs->peers))) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
+    }
+    cs->job = job;
+    cs->loop = loop;
+    cs->zctx = zctx;
+    cs->tls = tls;
+    cs->local = local;
+    cs->local_arg = local_arg;
+    cs->npeers = 1;
+    cs->peers[0] = (struct peer){ .used = 1, .local = 1, .node_rank = -1, .joined_gen = -1, .req_rank = -1 };
+    snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
+    snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
+    cs->restarts_left = job->opt.max_restarts;
+    cs->coord = coord_new(cs->job_id, (coord_send_fn)cs_send, cs);
+    cs->router = zmq_socket(zctx, ZMQ_ROUTER);
+    if (!cs->coord || !cs->router || zmq_setsockopt(cs->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+        zmq_setsockopt(cs->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
+        zmq_setsockopt(cs->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
+        zmq_socket_monitor(cs->router, CS_MONITOR_EP, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) < 0 ||
+        !(cs->monitor = zmq_socket(zctx, ZMQ_PAIR)) || zmq_connect(cs->monitor, CS_MONITOR_EP) < 0) {
+        snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
+        goto error;
+    }
+    if (zmq_bind(cs->router, endpoint) < 0) {
+        snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
+                 errno == EADDRINUSE ? " (another job uses that port: pick another --master port)" : "");
+        goto error;
+    }
+    if (loop_add_socket(loop, cs->router, ZMQ_POLLIN, s_on_router, cs) < 0 ||
+        loop_add_socket(loop, cs->monitor, ZMQ_POLLIN, s_on_monitor, cs) < 0) {
+        snprintf(err, errlen, "event loop: %s", strerror(errno));
+        goto error;
+    }
+    cs->hb_timer = loop_timer_after_ms(loop, (int64_t)(job->opt.heartbeat * 1000), s_hb_tick, cs);
+    cs->rdzv_timer = loop_timer_after_ms(loop, (int64_t)(job->opt.rdzv_timeout * 1000), s_rdzv_tick, cs);
+    log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
+             tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
+    return cs;
+error:
+    coord_server_destroy(&cs);
+    return NULL;
+}
+
+void coord_server_destroy(coord_server_t **pcs)
+{
+    if (!pcs || !*pcs)
+        return;
+    coord_server_t *cs = *pcs;
+    for (int i = 1; cs->peers && i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].ch) {
+            tls_chan_close(cs->peers[i].ch);
+            s_flush(cs, &cs->peers[i]);
+            tls_chan_destroy(&cs->peers[i].ch);
+        }
+    for (int i = 0; cs->peers && i < cs->npeers; i++)
+        free(cs->peers[i].ports);
+    if (cs->hb_timer > 0)
+        loop_timer_cancel(cs->loop, cs->hb_timer);
+    if (cs->rdzv_timer > 0)
+        loop_timer_cancel(cs->loop, cs->rdzv_timer);
+    if (cs->router) {
+        int linger = 500; /* the last BYEs must leave before the process does */
+        zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
+        loop_remove_socket(cs->loop, cs->router);
+        zmq_socket_monitor(cs->router, NULL, 0);
+        zmq_close(cs->router);
+    }
+    if (cs->monitor) {
+        loop_remove_socket(cs->loop, cs->monitor);
+        zmq_close(cs->monitor);
+    }
+    coord_destroy(&cs->coord);
+    free(cs->peers);
+    free(cs->frame);
+    free(cs);
+    *pcs = NULL;
+}
+
+void coord_server_local_hello(coord_server_t *cs)
+{
+    s_send_hello(cs, 0);
+}
+
+void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m)
+{
+    cs->peers[0].last_heard_ns = loop_now_ns();
+    cw_on_message(cs, 0, m);
+}
+
+void coord_server_stop_signal(coord_server_t *cs, int sig)
+{
+    if (!cs->status_set) {
+        cs->job_status = 128 + sig;
+        cs->status_set = 1;
+        snprintf(cs->failure, sizeof cs->failure, "the coordinator's launcher got SIG%s", sigabbrev_np(sig));
+    }
+    cw_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, "the coordinator's launcher got a stop signal");
+}

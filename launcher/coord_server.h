@@ -1,0 +1,27 @@
+/* coord_server: the coordinator of a multi-node job: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3
+ * sessions (or plaintext with --insecure), plus the in-process agent of its own node. It forms the world
+ * (JOIN -> ASSIGN), keeps heartbeats, serves NCCL ids and barriers, restarts or ends the job for everyone. */
+#ifndef PLAUNCH_COORD_SERVER_H
+#define PLAUNCH_COORD_SERVER_H
+
+#include "job.h"
+#include "loop.h"
+#include "tls_chan.h"
+#include "wire.h"
+
+typedef struct coord_server coord_server_t;
+/* Delivers a coordinator message to the agent of this node (in process). */
+typedef void (*coord_local_fn)(void *arg, const wire_msg_t *m);
+
+/* Binds endpoint ("tcp://addr:port"); tls NULL means plaintext. NULL + message on failure. */
+coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
+                                 tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen);
+void coord_server_destroy(coord_server_t **cs);
+/* The local agent is ready: it gets its HELLO (and joins like any other). */
+void coord_server_local_hello(coord_server_t *cs);
+/* A message from this node's agent. */
+void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m);
+/* This node's launcher got a stop signal: stop every node. */
+void coord_server_stop_signal(coord_server_t *cs, int sig);
+
+#endif

@@ -1,0 +1,224 @@
+/* link: an agent's session with a remote coordinator: a ZeroMQ DEALER carrying TLS 1.3 records (or plaintext
+ * frames with --insecure), wire messages in and out, and a fresh handshake whenever the session breaks. */
+#include "link.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+
+struct link {
+    void *zctx, *sock;
+    loop_t *loop;
+    char endpoint[300];
+    tls_ctx_t *tls;          /* NULL: plaintext */
+    tls_chan_t *ch;
+    int open;                /* session usable for messages */
+    link_msg_fn on_msg;
+    link_drop_fn on_drop;
+    void *arg;
+    unsigned char *frame;    /* TLS_CHAN_FRAME_MAX scratch */
+};
+
+/* Sends every pending TLS record as its own frame. */
+static void s_flush(link_t *l)
+{
+    size_t n;
+    while (l->ch && (n = tls_chan_pull(l->ch, l->frame, TLS_CHAN_FRAME_MAX)) > 0)
+        if (zmq_send(l->sock, l->frame, n, ZMQ_DONTWAIT) < 0)
+            log_debug("link: frame to %s not queued: %s", l->endpoint, zmq_strerror(errno));
+}
+
+/* Opens the socket; a new socket (not just a new TLS session) so no frame of the old session reaches the
+ * coordinator after the new ClientHello. */
+static int s_connect(link_t *l, char *err, size_t errlen);
+
+void link_reset(link_t *l, const char *why)
+{
+    int was_open = l->open;
+    l->open = 0;
+    if (l->ch) {
+        s_flush(l); /* the alert tells the coordinator why */
+        tls_chan_destroy(&l->ch);
+    }
+    char err[256];
+    if (s_connect(l, err, sizeof err) < 0)
+        log_error("link: %s", err);
+    if (l->on_drop && why)
+        l->on_drop(l->arg, why);
+    (void)was_open;
+}
+
+static void s_deliver(link_t *l, const void *data, size_t len)
+{
+    char err[512];
+    wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT, err, sizeof err);
+    if (!m) {
+        log_warn("link: bad message from the coordinator at %s: %s", l->endpoint, err);
+        return;
+    }
+    if (m->body_case == WIRE_HELLO)
+        l->open = 1;
+    l->on_msg(l->arg, m);
+    wire_free(&m);
+}
+
+static void s_on_frame(link_t *l, const void *data, size_t len)
+{
+    if (!l->tls) {
+        s_deliver(l, data, len);
+        return;
+    }
+    if (!l->ch)
+        return;
+    if (tls_chan_feed(l->ch, data, len) < 0) {
+        char why[512];
+        snprintf(why, sizeof why, "TLS session with the coordinator at %s failed: %s", l->endpoint,
+                 tls_chan_error(l->ch));
+        link_reset(l, why);
+        return;
+    }
+    s_flush(l);
+    void *msg;
+    size_t mlen;
+    int r;
+    while (l->ch && (r = tls_chan_recv(l->ch, &msg, &mlen)) == 1) {
+        s_deliver(l, msg, mlen);
+        free(msg);
+    }
+    if (l->ch && tls_chan_state(l->ch) == TLS_CHAN_FAILED) {
+        char why[512];
+        snprintf(why, sizeof why, "TLS session with %s failed: %s", l->endpoint, tls_chan_error(l->ch));
+        link_reset(l, why);
+    }
+}
+
+static int s_on_readable(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    link_t *l = arg;
+    for (int budget = 0; budget < 256 && l->sock == sock; budget++) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, l->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            return 0;
+        }
+        if (zmq_msg_size(&msg) <= TLS_CHAN_FRAME_MAX && !zmq_msg_more(&msg))
+            s_on_frame(l, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        zmq_msg_close(&msg);
+    }
+    return 0;
+}
+
+static int s_connect(link_t *l, char *err, size_t errlen)
+{
+    if (l->sock) {
+        loop_remove_socket(l->loop, l->sock);
+        zmq_close(l->sock);
+        l->sock = NULL;
+    }
+    int zero = 0, ivl = 100, ivl_max = 1000;
+    int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
+    l->sock = zmq_socket(l->zctx, ZMQ_DEALER);
+    if (!l->sock || zmq_setsockopt(l->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+        zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
+        zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
+        zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 || zmq_connect(l->sock, l->endpoint) < 0) {
+        snprintf(err, errlen, "cannot connect to the coordinator at %s: %s", l->endpoint, zmq_strerror(errno));
+        return -1;
+    }
+    if (loop_add_socket(l->loop, l->sock, ZMQ_POLLIN, s_on_readable, l) < 0) {
+        snprintf(err, errlen, "event loop: %s", strerror(errno));
+        return -1;
+    }
+    if (!l->tls) {
+        /* Plaintext: the coordinator speaks first once it sees us; an empty frame announces us. */
+        zmq_send(l->sock, "", 0, ZMQ_DONTWAIT);
+        return 0;
+    }
+    l->ch = tls_chan_new(l->tls);
+    if (!l->ch || tls_chan_connect(l->ch) < 0) {
+        snprintf(err, errlen, "TLS: %s", l->ch ? tls_chan_error(l->ch) : "out of memory");
+        return -1;
+    }
+    s_flush(l);
+    return 0;
+}
+
+link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, link_msg_fn on_msg,
+                 link_drop_fn on_drop, void *arg, char *err, size_t errlen)
+{
+    link_t *l = calloc(1, sizeof *l);
+    if (!l || !(l->frame = malloc(TLS_CHAN_FRAME_MAX))) {
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->zctx = zctx;
+    l->loop = loop;
+    l->tls = tls;
+    l->on_msg = on_msg;
+    l->on_drop = on_drop;
+    l->arg = arg;
+    snprintf(l->endpoint, sizeof l->endpoint, "%s", endpoint);
+    if (s_connect(l, err, errlen) < 0) {
+        link_destroy(&l);
+        return NULL;
+    }
+    return l;
+}
+
+void link_destroy(link_t **pl)
+{
+    if (!pl || !*pl)
+        return;
+    link_t *l = *pl;
+    if (l->ch) {
+        tls_chan_close(l->ch);
+        s_flush(l);
+        tls_chan_destroy(&l->ch);
+    }
+    if (l->sock) {
+        int linger = 200; /* let a last BYE and close_notify leave */
+        zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);
+        loop_remove_socket(l->loop, l->sock);
+        zmq_close(l->sock);
+    }
+    free(l->frame);
+    free(l);
+    *pl = NULL;
+}
+
+int link_send(link_t *l, const wire_msg_t *m)
+{
+    char err[256];
+    size_t len;
+    if (!l->open) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
+    if (!buf) {
+        log_error("link: cannot encode %s: %s", wire_type_name(m->body_case), err);
+        return -1;
+    }
+    int rc = 0;
+    if (!l->tls) {
+        rc = zmq_send(l->sock, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    } else if (tls_chan_send(l->ch, buf, len) < 0) {
+        log_error("link: %s", tls_chan_error(l->ch));
+        rc = -1;
+    } else {
+        s_flush(l);
+    }
+    free(buf);
+    return rc;
+}
+
+int link_is_open(const link_t *l)
+{
+    return l->open;
+}

@@ -1,0 +1,27 @@
+/* link: an agent's session with a remote coordinator: a ZeroMQ DEALER carrying TLS 1.3 records (or plaintext
+ * frames with --insecure), wire messages in and out, and a fresh handshake whenever the session breaks. */
+#ifndef PLAUNCH_LINK_H
+#define PLAUNCH_LINK_H
+
+#include "loop.h"
+#include "tls_chan.h"
+#include "wire.h"
+
+typedef struct link link_t;
+
+/* A checked message from the coordinator (HELLO is the first one of every session). */
+typedef void (*link_msg_fn)(void *arg, const wire_msg_t *m);
+/* The session failed (reason says why); the link has already started a new handshake. */
+typedef void (*link_drop_fn)(void *arg, const char *reason);
+
+/* Connects to endpoint ("tcp://host:port"); tls NULL means plaintext. NULL + message in err on failure. */
+link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, link_msg_fn on_msg,
+                 link_drop_fn on_drop, void *arg, char *err, size_t errlen);
+void link_destroy(link_t **l);
+/* Sends one message; 0, or -1 when the session is not open (the caller retries after the next HELLO). */
+int link_send(link_t *l, const wire_msg_t *m);
+/* Starts a new session (new TLS handshake). */
+void link_reset(link_t *l, const char *why);
+int link_is_open(const link_t *l);
+
+#endif
