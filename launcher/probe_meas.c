@@ -413,3 +413,29 @@ const struct probe_gpu *probe_meas_gpu(const struct probe_meas *m, int rank)
             return &m->gpus[i];
     return NULL;
 }
+
+static int s_cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+uint64_t *probe_meas_sizes(const struct probe_meas *m, size_t *n)
+{
+    size_t cap = 1;
+    *n = 0;
+    for (size_t i = 0; i < m->nsweeps; i++)
+        cap += m->sweeps[i].nresults;
+    uint64_t *sizes = calloc(cap, sizeof *sizes);
+    for (size_t i = 0; sizes && i < m->nsweeps; i++)
+        for (size_t k = 0; k < m->sweeps[i].nresults; k++) {
+            size_t j = 0;
+            while (j < *n && sizes[j] != m->sweeps[i].results[k].bytes)
+                j++;
+            if (j == *n)
+                sizes[(*n)++] = m->sweeps[i].results[k].bytes;
+        }
+    if (sizes)
+        qsort(sizes, *n, sizeof *sizes, s_cmp_u64);
+    return sizes;
+}

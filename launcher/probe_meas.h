@@ -108,5 +108,7 @@ const struct probe_sweep *probe_meas_sweep(const struct probe_meas *m, enum prob
 const struct probe_result *probe_sweep_result(const struct probe_sweep *s, uint64_t bytes);
 const struct probe_step *probe_meas_step(const struct probe_meas *m, int n);
 const struct probe_gpu *probe_meas_gpu(const struct probe_meas *m, int rank);
+/* Every message size any sweep measured, ascending, without repeats; caller frees; NULL when out of memory. */
+uint64_t *probe_meas_sizes(const struct probe_meas *m, size_t *n);
 
 #endif
