@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char S_USAGE[] =
@@ -208,15 +209,19 @@ static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
         goto done;
     }
     int status = probe_run_local(argv, gpus ? gpus : "0", &err);
-    if (status != 0) {
-        if (status < 0)
-            fprintf(stderr, "plaunch probe: %s\n", err.msg);
-        else
-            fprintf(stderr, "plaunch probe: the probe worker %s failed with status %d; its own messages are above\n",
-                    worker, status);
+    struct stat st;
+    if (status < 0) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
         goto done;
     }
-    rc = s_report(out, o, t);
+    if (status != 0)
+        fprintf(stderr, "plaunch probe: the probe worker %s failed with status %d; its own messages are above\n",
+                worker, status);
+    /* a failed worker may still have left its preflight (a CUDA mismatch, say): report what it found */
+    if (status == 0 || (stat(out, &st) == 0 && st.st_size > 0))
+        rc = s_report(out, o, t);
+    if (status != 0 && rc == PROBE_EXIT_CLEAN)
+        rc = PROBE_EXIT_NOT_RUN;
 done:
     if (fd >= 0)
         unlink(out);
