@@ -36,6 +36,8 @@ static void s_table_preflight(FILE *out, const struct probe_meas *m)
     }
     for (size_t h = 0; h < m->np2p; h++) {
         const struct probe_p2p *p = &m->p2p[h];
+        if (p->n < 2)
+            continue;
         fprintf(out, "  P2P on %s (rows and columns: ranks", p->host);
         for (int i = 0; i < p->n; i++)
             fprintf(out, " %d", p->ranks[i]);
@@ -57,12 +59,12 @@ static void s_table_sweeps(FILE *out, const struct probe_meas *m)
         free(sizes);
         return;
     }
-    fprintf(out, "\nAllReduce busbw, GB/s (nccl-tests: algbw = bytes/time, busbw = algbw*2(n-1)/n; * = wrong sum)\n"
-                 "  %-9s", "size");
+    fprintf(out, "\nAllReduce busbw, GB/s (nccl-tests: algbw = bytes/time, busbw = algbw*2(n-1)/n; N=1: algbw, as its "
+                 "busbw is 0; * = wrong sum)\n  %-9s", "size");
     for (size_t i = 0; i < m->nsweeps; i++) {
         char head[32];
         snprintf(head, sizeof head, "N=%d%s", m->sweeps[i].n,
-                 m->sweeps[i].group == PROBE_GROUP_ONE_PER_NODE ? " 1/node" : "");
+                 m->sweeps[i].group == PROBE_GROUP_ONE_PER_NODE ? " 1/node" : m->sweeps[i].n == 1 ? " algbw" : "");
         fprintf(out, " %11s", head);
     }
     fputc('\n', out);
@@ -74,7 +76,7 @@ static void s_table_sweeps(FILE *out, const struct probe_meas *m)
             const struct probe_result *r = probe_sweep_result(&m->sweeps[i], sizes[k]);
             char cell[32] = "-";
             if (r)
-                snprintf(cell, sizeof cell, "%.2f%s", r->busbw, r->verified ? " " : "*");
+                snprintf(cell, sizeof cell, "%.2f%s", m->sweeps[i].n == 1 ? r->algbw : r->busbw, r->verified ? " " : "*");
             fprintf(out, " %11s", cell);
         }
         fputc('\n', out);
@@ -87,7 +89,7 @@ static void s_table_scaling(FILE *out, const struct probe_meas *m, const struct 
     char grad[32], ref[32], head[48];
     probe_fmt_bytes(m->config.grad_bytes, grad, sizeof grad);
     probe_fmt_bytes(a->ref_bytes, ref, sizeof ref);
-    snprintf(head, sizeof head, "busbw@%s", a->ref_bytes ? ref : "-");
+    snprintf(head, sizeof head, a->ref_bytes ? "busbw@%s" : "busbw", ref);
     fprintf(out, "\nScaling (synthetic data-parallel step: %.0f GFLOP of compute, then the all-reduce of %s)\n"
                  "  %-4s %5s %13s %8s %9s %12s %12s %10s %9s\n", m->config.step_gflop, grad, "N", "nodes", head,
             "vs base", "step ms", "allreduce ms", "throughput/s", "efficiency", "threshold");
