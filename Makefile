@@ -122,7 +122,7 @@ $(B)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(LAUNCH_A) $(
 
 $(B)/bin/plaunch-probe-worker: $(CUDA_SRC) $(LIBPL_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 $(CPPFLAGS:-D_GNU_SOURCE=) $(CUDA_CPPFLAGS) -o $@ $(CUDA_SRC) \
+	$(NVCC) -O2 -std=c++17 $(CPPFLAGS:-D_GNU_SOURCE=) $(CUDA_CPPFLAGS) $(if $(LIBPL_A),-DHAVE_LIBPLAUNCH) -o $@ $(CUDA_SRC) \
 	  $(LIBPL_A) $(COMMON_A) $(CUDA_LDLIBS) $(PKG_LIBS) -ldl
 
 # ---- running -------------------------------------------------------------------------------------

@@ -1,0 +1,247 @@
+/* cmd_probe: `plaunch probe`, the AllReduce bandwidth sweep and scaling-efficiency report (docs/probe.md). */
+#include "cmd_probe.h"
+
+#include "probe_analysis.h"
+#include "probe_html.h"
+#include "probe_report.h"
+#include "probe_run.h"
+#include "probe/probe_size.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char S_USAGE[] =
+    "usage: plaunch probe [--gpus LIST] [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
+    "                     [--grad-bytes SIZE] [--step-gflop G] [--no-pairwise]\n"
+    "                     [--thresholds FILE] [--json FILE] [--html FILE] [-q]\n"
+    "       plaunch probe --report IN.json [--thresholds FILE] [--json FILE] [--html FILE] [-q]\n"
+    "\n"
+    "Measures AllReduce bandwidth (algbw, busbw as nccl-tests defines them) for N = 1, 2, 4, ... GPUs and a\n"
+    "synthetic data-parallel step, then flags sublinear scaling against the thresholds.\n"
+    "  --report IN.json    re-analyse saved measurements; needs no GPU\n"
+    "  --gpus LIST         GPUs to probe: all (default) or indices like 0,1\n"
+    "  -b, -e SIZE         smallest / largest message (default 1M / 1G; suffixes K M G)\n"
+    "  -f FACTOR           size multiplier between steps (default 2)\n"
+    "  -n ITERS, -w N      timed and warm-up iterations per size (default 20 / 5)\n"
+    "  --grad-bytes SIZE   gradient bytes all-reduced per synthetic step (default 87000000)\n"
+    "  --step-gflop G      compute per synthetic step and GPU, GFLOP (default 350)\n"
+    "  --no-pairwise       skip the pairwise bandwidth matrix\n"
+    "  --thresholds FILE   efficiency and bandwidth limits (format: conf/probe.ini; default: built in)\n"
+    "  --json FILE         write measurements + analysis as JSON (- = stdout)\n"
+    "  --html FILE         write a self-contained HTML report with SVG charts (- = stdout)\n"
+    "  -q, --quiet         no terminal table\n"
+    "Exit status: 0 clean, 3 a flag fired, 2 usage or input error, 1 nothing measured (no GPU, worker failed).\n";
+
+struct s_opts {
+    const char *report, *json, *html, *thresholds, *gpus;
+    int quiet;
+    struct probe_run_opts run;
+    int measure_opts; /* how many measurement options were given (they make no sense with --report) */
+};
+
+static int s_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int s_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("plaunch probe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("; see `plaunch probe --help`\n", stderr);
+    return PROBE_EXIT_USAGE;
+}
+
+static int s_check_value(int c, const char *v)
+{
+    uint64_t u;
+    char *end = NULL;
+    errno = 0;
+    switch (c) {
+    case 'b': case 'e': case 'G':
+        if (probe_size_parse(v, &u) < 0)
+            return s_usage_error("'%s' is not a byte size for %s (examples: 1048576, 64K, 8M, 1G)", v,
+                                 c == 'b' ? "-b" : c == 'e' ? "-e" : "--grad-bytes");
+        return 0;
+    case 'f': case 'n': case 'w': {
+        long l = strtol(v, &end, 10);
+        long min = c == 'f' ? 2 : c == 'n' ? 1 : 0;
+        if (errno || end == v || *end || l < min || l > 1000000) {
+            char flag[3] = { '-', (char)c, '\0' };
+            return s_usage_error("'%s' for %s: give a whole number from the minimum (-f 2, -n 1, -w 0) up", v, flag);
+        }
+        return 0;
+    }
+    case 'S': {
+        double d = strtod(v, &end);
+        if (errno || end == v || *end || !(d > 0) || d > 1e9)
+            return s_usage_error("'%s' for --step-gflop: give a positive number of GFLOP, e.g. 350", v);
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* 0 and *o filled; 1 after --help; PROBE_EXIT_USAGE on a bad command line. */
+static int s_parse(int argc, char **argv, struct s_opts *o)
+{
+    static const struct option longopts[] = {
+        { "report", required_argument, NULL, 'r' },     { "json", required_argument, NULL, 'J' },
+        { "html", required_argument, NULL, 'H' },       { "thresholds", required_argument, NULL, 'T' },
+        { "gpus", required_argument, NULL, 'g' },       { "minbytes", required_argument, NULL, 'b' },
+        { "maxbytes", required_argument, NULL, 'e' },   { "stepfactor", required_argument, NULL, 'f' },
+        { "iters", required_argument, NULL, 'n' },      { "warmup_iters", required_argument, NULL, 'w' },
+        { "grad-bytes", required_argument, NULL, 'G' }, { "step-gflop", required_argument, NULL, 'S' },
+        { "no-pairwise", no_argument, NULL, 'P' },      { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+    };
+    int c;
+    memset(o, 0, sizeof *o);
+    optind = 0; /* glibc: a full re-initialisation, whatever the caller parsed before */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:qh", longopts, NULL)) != -1) {
+        if (c == '?')
+            return s_usage_error("unknown option '%s'", argv[optind - 1]);
+        if (c == ':')
+            return s_usage_error("option '%s' needs a value", argv[optind - 1]);
+        if (optarg && s_check_value(c, optarg) != 0)
+            return PROBE_EXIT_USAGE;
+        switch (c) {
+        case 'r': o->report = optarg; break;
+        case 'J': o->json = optarg; break;
+        case 'H': o->html = optarg; break;
+        case 'T': o->thresholds = optarg; break;
+        case 'g': o->gpus = optarg, o->measure_opts++; break;
+        case 'b': o->run.min_bytes = optarg, o->measure_opts++; break;
+        case 'e': o->run.max_bytes = optarg, o->measure_opts++; break;
+        case 'f': o->run.factor = optarg, o->measure_opts++; break;
+        case 'n': o->run.iters = optarg, o->measure_opts++; break;
+        case 'w': o->run.warmup = optarg, o->measure_opts++; break;
+        case 'G': o->run.grad_bytes = optarg, o->measure_opts++; break;
+        case 'S': o->run.step_gflop = optarg, o->measure_opts++; break;
+        case 'P': o->run.no_pairwise = 1, o->measure_opts++; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': fputs(S_USAGE, stdout); return 1;
+        }
+    }
+    if (optind < argc)
+        return s_usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->report && o->measure_opts)
+        return s_usage_error("--report re-analyses saved measurements; measurement options (--gpus, -b, -e, -f, "
+                             "-n, -w, --grad-bytes, --step-gflop, --no-pairwise) apply only to a live probe");
+    if (o->json && o->html && strcmp(o->json, "-") == 0 && strcmp(o->html, "-") == 0)
+        return s_usage_error("--json - and --html - cannot both write to stdout");
+    return 0;
+}
+
+/* Loads, analyses and reports one measurement file. */
+static int s_report(const char *in, const struct s_opts *o, const struct probe_thresholds *t)
+{
+    struct probe_err err;
+    struct probe_meas *m = probe_meas_load(in, &err);
+    struct probe_analysis *a = NULL;
+    int rc = PROBE_EXIT_USAGE;
+    if (m == NULL) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
+        return PROBE_EXIT_USAGE;
+    }
+    if ((a = probe_analyse(m, t, &err)) == NULL) {
+        fprintf(stderr, "plaunch probe: %s: %s\n", in, err.msg);
+        rc = PROBE_EXIT_NOT_RUN;
+        goto out;
+    }
+    int to_stdout = (o->json && strcmp(o->json, "-") == 0) || (o->html && strcmp(o->html, "-") == 0);
+    if (!o->quiet)
+        probe_report_table(to_stdout ? stderr : stdout, m, a);
+    if (o->json && probe_report_json_write(o->json, m, a, t, &err) < 0)
+        goto fail;
+    if (o->html && probe_html_write(o->html, m, a, &err) < 0)
+        goto fail;
+    rc = probe_analysis_exit_status(a);
+    if (rc && o->quiet)
+        fprintf(stderr, "plaunch probe: %d flag(s) fired (exit status %d)\n", a->nflags, rc);
+    goto out;
+fail:
+    fprintf(stderr, "plaunch probe: %s\n", err.msg);
+out:
+    probe_analysis_destroy(&a);
+    probe_meas_destroy(&m);
+    return rc;
+}
+
+/* One GPU: the worker runs here as a one-rank world; more GPUs need the launcher to start one rank each. */
+static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
+{
+    struct probe_err err;
+    int ngpus = probe_run_gpu_check(&err);
+    if (ngpus < 0) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
+        return PROBE_EXIT_NOT_RUN;
+    }
+    const char *gpus = o->gpus && strcmp(o->gpus, "all") != 0 ? o->gpus : NULL;
+    if ((gpus && strchr(gpus, ',')) || (!gpus && ngpus > 1)) {
+        fprintf(stderr, "plaunch probe: probing %s GPUs needs one worker per GPU started by the launcher, which this "
+                        "build does not wire yet; meanwhile run `plaunch --gpus LIST plaunch-probe-worker --out m.json` "
+                        "and then `plaunch probe --report m.json`, or probe one GPU with --gpus 0\n",
+                gpus ? gpus : "all");
+        return PROBE_EXIT_NOT_RUN;
+    }
+    char *worker = probe_run_worker_path(&err), **argv = NULL;
+    char out[] = "/tmp/plaunch-probe-XXXXXX.json";
+    int fd = -1, rc = PROBE_EXIT_NOT_RUN;
+    if (worker == NULL) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
+        return PROBE_EXIT_NOT_RUN;
+    }
+    if ((fd = mkstemps(out, 5)) < 0) {
+        fprintf(stderr, "plaunch probe: cannot create %s: %s; set TMPDIR to a writable directory\n", out,
+                strerror(errno));
+        goto done;
+    }
+    close(fd);
+    if ((argv = probe_run_worker_argv(worker, &o->run, out)) == NULL) {
+        fprintf(stderr, "plaunch probe: out of memory\n");
+        goto done;
+    }
+    int status = probe_run_local(argv, gpus ? gpus : "0", &err);
+    struct stat st;
+    if (status < 0) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
+        goto done;
+    }
+    if (status != 0)
+        fprintf(stderr, "plaunch probe: the probe worker %s failed with status %d; its own messages are above\n",
+                worker, status);
+    /* a failed worker may still have left its preflight (a CUDA mismatch, say): report what it found */
+    if (status == 0 || (stat(out, &st) == 0 && st.st_size > 0))
+        rc = s_report(out, o, t);
+    if (status != 0 && rc == PROBE_EXIT_CLEAN)
+        rc = PROBE_EXIT_NOT_RUN;
+done:
+    if (fd >= 0)
+        unlink(out);
+    probe_run_argv_free(&argv);
+    free(worker);
+    return rc;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    struct s_opts o;
+    struct probe_thresholds t;
+    struct probe_err err;
+    int rc = s_parse(argc, argv, &o);
+    if (rc != 0)
+        return rc == 1 ? PROBE_EXIT_CLEAN : rc;
+    probe_thresholds_default(&t);
+    if (o.thresholds && probe_thresholds_load(o.thresholds, &t, &err) < 0) {
+        fprintf(stderr, "plaunch probe: %s\n", err.msg);
+        return PROBE_EXIT_USAGE;
+    }
+    return o.report ? s_report(o.report, &o, &t) : s_live(&o, &t);
+}

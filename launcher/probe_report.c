@@ -1,0 +1,242 @@
+/* probe_report: the probe's terminal table and its JSON report (the measurements plus the analysis). */
+#include "probe_report.h"
+
+#include "probe_fmt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- terminal table -------------------------------------------------------------------------------------- */
+
+static void s_cell(char *buf, size_t len, double v, int decimals, const char *suffix)
+{
+    if (isfinite(v))
+        snprintf(buf, len, "%.*f%s", decimals, v, suffix);
+    else
+        snprintf(buf, len, "-");
+}
+
+static void s_table_preflight(FILE *out, const struct probe_meas *m)
+{
+    fprintf(out, "\nPreflight\n  %-4s %-20s %-24s %10s %4s %7s %7s %7s\n", "rank", "host", "gpu", "memory", "cc",
+            "driver", "runtime", "nccl");
+    for (size_t i = 0; i < m->ngpus; i++) {
+        const struct probe_gpu *g = &m->gpus[i];
+        char drv[16], rt[16], nccl[16], cc[16] = "-";
+        probe_fmt_cuda_version(g->driver_cuda, drv, sizeof drv);
+        probe_fmt_cuda_version(g->runtime_cuda, rt, sizeof rt);
+        probe_fmt_nccl_version(g->nccl_version, nccl, sizeof nccl);
+        if (g->cc_major)
+            snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+        fprintf(out, "  %-4d %-20.20s %-24.24s %6.1f GiB %4s %7s %7s %7s\n", g->rank, g->host,
+                g->name[0] ? g->name : "-", (double)g->memory_bytes / (1 << 30), cc, drv, rt, nccl);
+    }
+    for (size_t h = 0; h < m->np2p; h++) {
+        const struct probe_p2p *p = &m->p2p[h];
+        if (p->n < 2)
+            continue;
+        fprintf(out, "  P2P on %s (rows and columns: ranks", p->host);
+        for (int i = 0; i < p->n; i++)
+            fprintf(out, " %d", p->ranks[i]);
+        fprintf(out, "; y = peer access):\n");
+        for (int i = 0; i < p->n; i++) {
+            fprintf(out, "    %4d ", p->ranks[i]);
+            for (int j = 0; j < p->n; j++)
+                fprintf(out, " %c", i == j ? '.' : p->can[i * p->n + j] ? 'y' : 'N');
+            fputc('\n', out);
+        }
+    }
+}
+
+static void s_table_sweeps(FILE *out, const struct probe_meas *m)
+{
+    size_t nsizes = 0;
+    uint64_t *sizes = probe_meas_sizes(m, &nsizes);
+    if (nsizes == 0) {
+        free(sizes);
+        return;
+    }
+    fprintf(out, "\nAllReduce busbw, GB/s (nccl-tests: algbw = bytes/time, busbw = algbw*2(n-1)/n; N=1: algbw, as its "
+                 "busbw is 0; * = wrong sum)\n  %-9s", "size");
+    for (size_t i = 0; i < m->nsweeps; i++) {
+        char head[32];
+        snprintf(head, sizeof head, "N=%d%s", m->sweeps[i].n,
+                 m->sweeps[i].group == PROBE_GROUP_ONE_PER_NODE ? " 1/node" : m->sweeps[i].n == 1 ? " algbw" : "");
+        fprintf(out, " %11s", head);
+    }
+    fputc('\n', out);
+    for (size_t k = 0; k < nsizes; k++) {
+        char size[32];
+        probe_fmt_bytes(sizes[k], size, sizeof size);
+        fprintf(out, "  %-9s", size);
+        for (size_t i = 0; i < m->nsweeps; i++) {
+            const struct probe_result *r = probe_sweep_result(&m->sweeps[i], sizes[k]);
+            char cell[32] = "-";
+            if (r)
+                snprintf(cell, sizeof cell, "%.2f%s", m->sweeps[i].n == 1 ? r->algbw : r->busbw, r->verified ? " " : "*");
+            fprintf(out, " %11s", cell);
+        }
+        fputc('\n', out);
+    }
+    free(sizes);
+}
+
+static void s_table_scaling(FILE *out, const struct probe_meas *m, const struct probe_analysis *a)
+{
+    char grad[32], ref[32], head[48];
+    probe_fmt_bytes(m->config.grad_bytes, grad, sizeof grad);
+    probe_fmt_bytes(a->ref_bytes, ref, sizeof ref);
+    snprintf(head, sizeof head, a->ref_bytes ? "busbw@%s" : "busbw", ref);
+    fprintf(out, "\nScaling (synthetic data-parallel step: %.0f GFLOP of compute, then the all-reduce of %s)\n"
+                 "  %-4s %5s %13s %8s %9s %12s %12s %10s %9s\n", m->config.step_gflop, grad, "N", "nodes", head,
+            "vs base", "step ms", "allreduce ms", "throughput/s", "efficiency", "threshold");
+    for (size_t i = 0; i < a->ngroups; i++) {
+        const struct probe_group_stat *g = &a->groups[i];
+        char bw[16], rel[16], step[16], ar[16], thr[16], eff[16], lim[16];
+        s_cell(bw, sizeof bw, g->busbw, 1, "");
+        s_cell(rel, sizeof rel, g->busbw_rel * 100, 0, "%");
+        s_cell(step, sizeof step, g->step_us / 1e3, 3, "");
+        s_cell(ar, sizeof ar, g->allreduce_us / 1e3, 3, "");
+        s_cell(thr, sizeof thr, g->throughput, 1, "");
+        s_cell(eff, sizeof eff, g->efficiency, 3, "");
+        s_cell(lim, sizeof lim, g->threshold, 2, "");
+        fprintf(out, "  %-4d %5d %13s %7s%c %9s %12s %12s %9s%c %9s\n", g->n, g->nodes, bw, rel,
+                g->busbw_flag ? '!' : ' ', step, ar, thr, eff, g->eff_flag ? '!' : ' ', lim);
+    }
+}
+
+void probe_report_table(FILE *out, const struct probe_meas *m, const struct probe_analysis *a)
+{
+    fprintf(out, "plaunch probe: %zu GPU(s) on %zu host(s):", m->ngpus, m->nhosts);
+    for (size_t i = 0; i < m->nhosts; i++)
+        fprintf(out, " %s", m->hosts[i]);
+    fprintf(out, "\n  date %s; source: %s\n", m->date, m->source);
+    s_table_preflight(out, m);
+    s_table_sweeps(out, m);
+    s_table_scaling(out, m, a);
+    fprintf(out, "\nVerdicts (%d flag%s)\n", a->nflags, a->nflags == 1 ? "" : "s");
+    for (size_t i = 0; i < a->nverdicts; i++) {
+        const struct probe_verdict *v = &a->verdicts[i];
+        fprintf(out, "  %-4s  %s%s%s\n", probe_sev_name(v->sev), v->text, v->reason[0] ? "; why: " : "", v->reason);
+    }
+    fflush(out);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------------------ */
+
+static json_t *s_real(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Overwrites every result's algbw/busbw with the values the analysis used. */
+static void s_json_bandwidths(json_t *doc, const struct probe_meas *m)
+{
+    json_t *sweeps = json_object_get(doc, "sweeps");
+    for (size_t i = 0; i < m->nsweeps && i < json_array_size(sweeps); i++) {
+        json_t *res = json_object_get(json_array_get(sweeps, i), "results");
+        for (size_t k = 0; k < m->sweeps[i].nresults && k < json_array_size(res); k++) {
+            json_object_set_new(json_array_get(res, k), "algbw_gbps", s_real(m->sweeps[i].results[k].algbw));
+            json_object_set_new(json_array_get(res, k), "busbw_gbps", s_real(m->sweeps[i].results[k].busbw));
+        }
+    }
+}
+
+static json_t *s_json_thresholds(const struct probe_thresholds *t)
+{
+    json_t *eff = json_object();
+    for (size_t i = 0; i < t->neff; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "min_at_%d", t->eff_n[i]);
+        json_object_set_new(eff, key, json_real(t->eff_min[i]));
+    }
+    return json_pack("{s:o, s:f, s:f}", "efficiency", eff, "busbw_max_drop", t->busbw_max_drop,
+                     "pair_slow_fraction", t->pair_slow_fraction);
+}
+
+json_t *probe_report_json(const struct probe_meas *m, const struct probe_analysis *a,
+                          const struct probe_thresholds *t)
+{
+    json_t *doc = json_deep_copy(m->json), *groups = json_array(), *verdicts = json_array();
+    if (doc == NULL || groups == NULL || verdicts == NULL)
+        goto error;
+    s_json_bandwidths(doc, m);
+    for (size_t i = 0; i < a->ngroups; i++) {
+        const struct probe_group_stat *g = &a->groups[i];
+        json_array_append_new(groups, json_pack("{s:i, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:b}", "n", g->n,
+                                                "nodes", g->nodes, "busbw_gbps", s_real(g->busbw), "busbw_rel",
+                                                s_real(g->busbw_rel), "busbw_flag", g->busbw_flag, "step_time_us",
+                                                s_real(g->step_us), "throughput", s_real(g->throughput), "efficiency",
+                                                s_real(g->efficiency), "threshold", s_real(g->threshold),
+                                                "allreduce_time_us", s_real(g->allreduce_us), "efficiency_flag",
+                                                g->eff_flag));
+    }
+    for (size_t i = 0; i < a->nverdicts; i++) {
+        const struct probe_verdict *v = &a->verdicts[i];
+        json_array_append_new(verdicts, json_pack("{s:s, s:s, s:s, s:s}", "severity",
+                                                  v->sev == PROBE_SEV_FLAG ? "flag" : probe_sev_name(v->sev), "kind",
+                                                  v->kind, "text", v->text, "reason", v->reason));
+    }
+    json_t *an = json_pack("{s:I, s:i, s:o, s:o, s:o, s:i, s:i}", "ref_bytes", (json_int_t)a->ref_bytes, "base_n",
+                           a->base_n, "thresholds", s_json_thresholds(t), "groups", groups, "verdicts", verdicts,
+                           "flags", a->nflags, "exit_status", probe_analysis_exit_status(a));
+    groups = verdicts = NULL;
+    if (an == NULL || json_object_set_new(doc, "analysis", an) < 0)
+        goto error;
+    return doc;
+error:
+    json_decref(groups);
+    json_decref(verdicts);
+    json_decref(doc);
+    return NULL;
+}
+
+FILE *probe_report_open(const char *path, char *tmp, size_t tmplen, struct probe_err *err)
+{
+    if (strcmp(path, "-") == 0) {
+        snprintf(tmp, tmplen, "-");
+        return stdout;
+    }
+    snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        probe_err_set(err, "%s: cannot write: %s; pick a path in a writable directory", path, strerror(errno));
+    return f;
+}
+
+int probe_report_commit(FILE *f, const char *tmp, const char *path, struct probe_err *err)
+{
+    if (f == stdout)
+        return fflush(stdout) == 0 ? 0 : (probe_err_set(err, "stdout: write failed: %s", strerror(errno)), -1);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        probe_err_set(err, "%s: write failed: %s; check free space and permissions", path, strerror(errno ? errno : EIO));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int probe_report_json_write(const char *path, const struct probe_meas *m, const struct probe_analysis *a,
+                            const struct probe_thresholds *t, struct probe_err *err)
+{
+    char tmp[4096];
+    json_t *doc = probe_report_json(m, a, t);
+    if (doc == NULL) {
+        probe_err_set(err, "%s: out of memory while building the JSON report", path);
+        return -1;
+    }
+    FILE *f = probe_report_open(path, tmp, sizeof tmp, err);
+    if (f == NULL) {
+        json_decref(doc);
+        return -1;
+    }
+    int rc = json_dumpf(doc, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
+    json_decref(doc);
+    if (rc == 0)
+        fputc('\n', f);
+    return probe_report_commit(f, tmp, path, err);
+}
