@@ -182,6 +182,11 @@ void agent_ipc_destroy(agent_ipc_t **pipc)
     *pipc = NULL;
 }
 
+void agent_ipc_set_job(agent_ipc_t *ipc, const char *job_id)
+{
+    snprintf(ipc->job_id, sizeof ipc->job_id, "%s", job_id);
+}
+
 void agent_ipc_set_generation(agent_ipc_t *ipc, uint32_t gen)
 {
     ipc->generation = gen;

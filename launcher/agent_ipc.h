@@ -14,6 +14,8 @@ typedef int (*agent_ipc_up_fn)(void *arg, const wire_msg_t *m);
 agent_ipc_t *agent_ipc_new(void *zctx, loop_t *loop, const char *endpoint, const char *job_id,
                            agent_ipc_up_fn up, void *arg, char *err, size_t errlen);
 void agent_ipc_destroy(agent_ipc_t **ipc);
+/* The job id workers must present (a multi-node agent learns it from the coordinator). */
+void agent_ipc_set_job(agent_ipc_t *ipc, const char *job_id);
 /* A new generation: answers still pending are dropped (their workers are gone). */
 void agent_ipc_set_generation(agent_ipc_t *ipc, uint32_t gen);
 /* An answer from the coordinator (NCCL_ID, BARRIER_DONE, REFUSE) for the workers waiting on its key. */

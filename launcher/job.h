@@ -47,7 +47,9 @@ struct failure {
 struct job {
     struct opts opt;
     char hostname[256];
-    char host_addr[256];       /* MASTER_ADDR / endpoint address */
+    char host_addr[256];       /* this node's address for workers (PADDLE_CURRENT_ENDPOINT) */
+    char master_addr[256];     /* MASTER_ADDR: the address of node rank 0 */
+    int multi;                 /* multi-node: ranks and ports come from the coordinator */
     char job_id[65];
     char log_dir[PATH_MAX];    /* absolute */
     char run_dir[PATH_MAX];    /* 0700 directory for sockets; removed at exit */

@@ -155,8 +155,10 @@ static int s_setup_workers(struct job *job, const struct opts *o, char **envp, c
     return 0;
 }
 
-static int s_setup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
+int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
 {
+    for (int i = 0; i < job->nworkers; i++)
+        job->workers[i].tee = 0;
     static int ids[OPTS_MAX_WORKERS];
     int n = 0;
     if (strcmp(o->tee, "all") == 0) {
@@ -169,7 +171,7 @@ static int s_setup_tee(struct job *job, const struct opts *o, char *err, size_t 
     char why[256];
     n = idlist_parse(o->tee, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why);
     for (int k = 0; k < n; k++) {
-        if (ids[k] >= job->world_size) {
+        if (ids[k] >= job->world_size && !job->multi) {
             snprintf(err, errlen, "%s '%s': rank %d does not exist; the job has ranks 0..%d", o->origin_tee,
                      o->tee, ids[k], job->world_size - 1);
             return -1;
@@ -199,6 +201,8 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (gethostname(job->hostname, sizeof job->hostname - 1) < 0)
         snprintf(job->hostname, sizeof job->hostname, "localhost");
     snprintf(job->host_addr, sizeof job->host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
+    snprintf(job->master_addr, sizeof job->master_addr, "%s", job->host_addr);
+    job->multi = o->nnodes > 1 || o->master[0];
     if (o->job_id[0])
         snprintf(job->job_id, sizeof job->job_id, "%s", o->job_id);
     else
@@ -210,7 +214,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (s_setup_workers(job, o, envp, err, errlen) < 0)
         return -1;
     job->world_size = job->nworkers;
-    if (s_setup_tee(job, o, err, errlen) < 0)
+    if (jobsetup_tee(job, o, err, errlen) < 0)
         return -1;
 
     *exit_code = 125;

@@ -7,5 +7,7 @@
 /* Returns 0, or -1 with err filled; *exit_code is then 2 for bad input, 125 for launcher failures. */
 int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen, int *exit_code);
 void jobsetup_fini(struct job *job);
+/* Marks the workers whose output goes to the console (--tee), for the ranks they have now. */
+int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen);
 
 #endif

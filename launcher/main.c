@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cmd_certs.h"
+#include "agentctl.h"
 #include "job.h"
 #include "jobsetup.h"
 #include "log.h"
@@ -23,6 +24,23 @@ static int s_usage_error(const char *err)
 {
     fprintf(stderr, "plaunch: error: %s\nTry 'plaunch --help' for the options.\n", err);
     return 2;
+}
+
+/* The command line as a shell would need it, for the "run this on the other nodes" hint. */
+static void s_command_line(int argc, char **argv, char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (int i = 0; i < argc && o + 8 < cap; i++) {
+        const char *a = i == 0 ? "plaunch" : argv[i];
+        int plain = *a != '\0';
+        for (const char *c = a; *c && plain; c++)
+            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=@%+", *c) != NULL;
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? " " : "", plain ? "" : "'");
+        for (const char *c = a; *c && o + 6 < cap; c++)
+            o += (size_t)(*c == '\'' ? snprintf(buf + o, cap - o, "'\\''") : snprintf(buf + o, cap - o, "%c", *c));
+        if (!plain && o + 2 < cap)
+            o += (size_t)snprintf(buf + o, cap - o, "'");
+    }
 }
 
 static int s_run(int argc, char **argv)
@@ -56,7 +74,7 @@ static int s_run(int argc, char **argv)
     log_set_origin(job.hostname);
     if (log_open(path) < 0)
         fprintf(stderr, "plaunch: warning: cannot write %s: %s\n", path, strerror(errno));
-    if (output_open_logs(&job, err, sizeof err) < 0) {
+    if (!job.multi && output_open_logs(&job, err, sizeof err) < 0) {
         log_error("%s", err);
         code = 2;
         goto out;
@@ -64,15 +82,32 @@ static int s_run(int argc, char **argv)
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
              job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
              o.prog_argv[0], job.log_dir);
-    if (!o.quiet)
+    if (!o.quiet && job.multi)
+        fprintf(stderr, "plaunch: %d %s worker%s on this node of a %d-node job (coordinator %s), logs in %s\n",
+                job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.nnodes, o.master,
+                job.log_dir);
+    else if (!o.quiet)
         fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.job_id, job.nworkers,
                 job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.gpu_mode ? " on GPUs " : "",
                 job.gpu_mode ? job.visible_devices : "", job.log_dir);
     static struct services sv;
     struct sup_ctl ctl;
-    sv.job = &job;
-    services_local_ctl(&sv, &ctl);
+    agentctl_t *ac = NULL;
+    if (job.multi) {
+        char hint[4096];
+        s_command_line(argc, argv, hint, sizeof hint);
+        if (!(ac = agentctl_new(&job, hint, err, sizeof err))) {
+            log_error("%s", err);
+            code = 2;
+            goto out;
+        }
+        agentctl_ctl(ac, &ctl);
+    } else {
+        sv.job = &job;
+        services_local_ctl(&sv, &ctl);
+    }
     code = supervise_run(&job, &ctl);
+    agentctl_destroy(&ac);
     log_info("plaunch exits with %d", code);
 out:
     sentinel_release();

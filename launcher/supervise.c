@@ -132,7 +132,7 @@ static int s_pick_ports(struct job *job)
 static int s_start_generation(struct sup *s)
 {
     struct job *job = s->job;
-    if (s_pick_ports(job) < 0)
+    if (!job->multi && s_pick_ports(job) < 0)
         return -1;
     memset(&s->first, 0, sizeof s->first);
     if (s->ctl->gen_start)

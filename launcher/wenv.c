@@ -104,7 +104,7 @@ char **wenv_build(const struct job *job, const struct worker *w)
         return NULL;
     struct envbuf b = { .vec = (char **)mem, .text = mem + vec_bytes, .cap = text_cap };
     char master[300];
-    snprintf(master, sizeof master, "%s:%d", job->host_addr, job->master_port);
+    snprintf(master, sizeof master, "%s:%d", job->master_addr, job->master_port);
     int world = job->world_size, local_world = job->nworkers;
 
     s_put(&b, "RANK", "%d", w->rank);
@@ -116,7 +116,7 @@ char **wenv_build(const struct job *job, const struct worker *w)
     s_put(&b, "ROLE_NAME", "default");
     s_put(&b, "ROLE_RANK", "%d", w->rank);
     s_put(&b, "ROLE_WORLD_SIZE", "%d", world);
-    s_put(&b, "MASTER_ADDR", "%s", job->host_addr);
+    s_put(&b, "MASTER_ADDR", "%s", job->master_addr);
     s_put(&b, "MASTER_PORT", "%d", job->master_port);
     s_put(&b, "TORCHELASTIC_RESTART_COUNT", "%d", job->generation);
     s_put(&b, "TORCHELASTIC_MAX_RESTARTS", "%d", job->opt.max_restarts);

@@ -58,6 +58,7 @@ report() {
     local name med min p90 rss
     declare -A MED RSS
     echo "bench-launch: $NPROC x /bin/true, $RUNS interleaved runs per launcher; $(bench_machine)"
+    echo "              $BENCH_PLAUNCH_DESC"
     echo
     printf '%-12s %10s %10s %10s %14s\n' launcher "median ms" "min ms" "p90 ms" "peak RSS MiB"
     for name in "${LAUNCHERS[@]}"; do

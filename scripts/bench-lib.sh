@@ -15,17 +15,21 @@ bench_setup() {
     REPO=$PWD
     scripts/deps.sh --bench
     [ -x build/bin/plaunch ] || make -s
-    PLAUNCH=$REPO/build/bin/plaunch
     # Options must come from the command lines below only, not from the caller's environment.
     local v
     for v in $(compgen -v PLAUNCH_) TORCHELASTIC_RESTART_COUNT; do unset "$v"; done
     set -m                                # each background run gets its own process group
-    BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/plaunch-bench.XXXXXX")
-    export TMPDIR=$BENCH_TMP              # torchrun and Open MPI scratch files go away with it
     trap bench_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     trap 'exit 129' HUP
+    BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/plaunch-bench.XXXXXX")
+    export TMPDIR=$BENCH_TMP              # torchrun and Open MPI scratch files go away with it
+    # Benchmark a snapshot, so that a rebuild during the run cannot mix two binaries into one table.
+    cp build/bin/plaunch "$BENCH_TMP/plaunch"
+    PLAUNCH=$BENCH_TMP/plaunch
+    BENCH_PLAUNCH_DESC="plaunch $("$PLAUNCH" --version | awk '{ print $NF }') (git $(git describe --always --dirty 2>/dev/null || echo '?'),"
+    BENCH_PLAUNCH_DESC+=" build/bin/plaunch of $(date -r build/bin/plaunch '+%F %T %Z'))"
 }
 
 # bench_cleanup: stop the run in flight (its whole process group), kill strays, remove $BENCH_TMP.

@@ -83,6 +83,7 @@ report() {
     declare -A MED
     echo "bench-restart: $NPROC workers, rank 1 exits 1 in generation 0; failure -> first generation-1 worker running;"
     echo "               $RUNS interleaved runs per launcher; $(bench_machine)"
+    echo "               $BENCH_PLAUNCH_DESC"
     echo
     printf '%-9s %10s %10s %10s\n' launcher "median ms" "min ms" "max ms"
     for name in "${LAUNCHERS[@]}"; do
