@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cmd_certs.h"
+#include "cmd_probe.h"
 #include "agentctl.h"
 #include "job.h"
 #include "jobsetup.h"
@@ -121,5 +122,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "certs") == 0)
         return cmd_certs(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "probe") == 0)
+        return cmd_probe(argc - 1, argv + 1);
     return s_run(argc, argv);
 }

@@ -3,7 +3,8 @@
 # headless Chromium), input errors, the no-GPU refusal, and the one-GPU live path through a stand-in NVML/worker.
 # Run by prove from the repo root with PLAUNCH_BUILD (absolute build dir) and PLAUNCH_SRC (repo root).
 set -u
-: "${PLAUNCH_BUILD:?set PLAUNCH_BUILD to the absolute build directory}" "${PLAUNCH_SRC:?set PLAUNCH_SRC to the repo root}"
+PLAUNCH_SRC="${PLAUNCH_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
+PLAUNCH_BUILD="${PLAUNCH_BUILD:-$PLAUNCH_SRC/build}"
 FIX=$PLAUNCH_SRC/tests/fixtures/probe
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
