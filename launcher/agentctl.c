@@ -160,16 +160,11 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
     char err[512];
     ac->last_heard_ns = loop_now_ns();
     if (m->body_case == WIRE_HELLO) {
-        if (strcmp(m->job_id, ac->job->job_id) != 0) {
-            if (ac->job_id_given) {
-                log_error("the coordinator at %s runs job '%s'; this node was started with --job-id '%s'",
-                          ac->endpoint, m->job_id, ac->job->job_id);
-                s_finish(ac, 2);
-                return;
-            }
+        if (strcmp(m->job_id, ac->job->job_id) != 0 && !ac->job_id_given) {
             snprintf(ac->job->job_id, sizeof ac->job->job_id, "%s", m->job_id);
             agent_ipc_set_job(ac->sv.ipc, m->job_id);
         }
+        /* With another --job-id we still JOIN: the coordinator refuses it and both logs say why. */
         if (!ac->heard)
             log_info("connected to the coordinator on %s (%s)", m->hello->hostname, ac->endpoint);
         ac->heard = 1;
