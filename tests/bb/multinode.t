@@ -1,0 +1,86 @@
+#!/bin/bash
+# multinode.t: three nodes in network namespaces with different worker counts: contiguous ranks, one consistent
+# environment, identical NCCL ids across nodes; a lost coordinator takes every agent and worker down.
+. "$(dirname "$0")/lib.sh"
+. "$PLAUNCH_SRC/scripts/netns.sh"
+if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
+plan 16
+
+NS="pm$$"; NS=${NS:0:8}; NET=5; PORT=29411
+netns_down "$NS" 3 >/dev/null 2>&1
+trap 'netns_down "$NS" 3; _bb_cleanup' EXIT
+netns_up "$NS" 3 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
+MASTER="$(netns_addr "$NS" 1):$PORT"
+export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export OUTDIR=$T EX="$PLAUNCH_BUILD/bin/nccl_id"
+
+cat >worker.sh <<'W'
+#!/bin/bash
+env > "$OUTDIR/env.$RANK"
+exec "$EX" world pipeline > "$OUTDIR/ids.$RANK"
+W
+chmod +x worker.sh
+
+# node I NPROC ARGS...: starts plaunch on host I in the background; its pid goes to pid.I
+node() {
+    local i=$1 n=$2; shift 2
+    ip netns exec "$NS$i" "$PLAUNCH" --nnodes 3 --master "$MASTER" --nproc-per-node "$n" --log-dir "$T/log$i" \
+        --quiet "$@" >"$T/out$i" 2>"$T/err$i" &
+    echo $! > "$T/pid.$i" # ip netns exec execs plaunch: this is plaunch's pid
+}
+# wait_pid PID SECONDS: waits for a background plaunch; sets $wrc to its exit code (124 after the time is up)
+wait_pid() {
+    local i=0
+    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$1" 2>/dev/null; then wrc=124; else wait "$1"; wrc=$?; fi
+}
+val() { sed -n "s/^$1=//p" "$2"; }
+
+# Node 3 starts first and node 1 (the coordinator) last: the rendezvous must not depend on the order.
+node 3 3 ./worker.sh; node 2 2 ./worker.sh; sleep 0.3; node 1 1 ./worker.sh
+wait_pid "$(cat pid.1)" 30; rc1=$wrc; wait_pid "$(cat pid.2)" 30; rc2=$wrc; wait_pid "$(cat pid.3)" 30; rc3=$wrc
+is "$rc1 $rc2 $rc3" "0 0 0" "three nodes (1, 2 and 3 workers) run the job and exit 0"
+is "$(cat env.* | sed -n 's/^RANK=//p' | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 " "ranks 0..5, unique and contiguous"
+bad=""
+for r in 0 1 2 3 4 5; do
+    case $r in 0) node=0 lw=1 lr=0 ;; 1 | 2) node=1 lw=2 lr=$((r - 1)) ;; *) node=2 lw=3 lr=$((r - 3)) ;; esac
+    for kv in WORLD_SIZE=6 GROUP_WORLD_SIZE=3 GROUP_RANK=$node PLAUNCH_NODE_RANK=$node LOCAL_WORLD_SIZE=$lw \
+        LOCAL_RANK=$lr PADDLE_TRAINERS_NUM=6 PADDLE_NNODES=3 "MASTER_ADDR=$(netns_addr "$NS" 1)"; do
+        grep -qx "$kv" "env.$r" || bad="$bad rank$r:$kv"
+    done
+    mine=$(val PADDLE_TRAINER_ENDPOINTS env.$r | cut -d, -f$((r + 1)))
+    [ "$(val PADDLE_CURRENT_ENDPOINT env.$r)" = "$mine" ] || bad="$bad rank$r:current-endpoint"
+    [ "${mine%:*}" = "$(netns_addr "$NS" $((node + 1)))" ] || bad="$bad rank$r:endpoint-host"
+done
+is "$bad" "" "node ranks in address order, local ranks and sizes right on every rank"
+for k in MASTER_PORT PADDLE_TRAINER_ENDPOINTS PLAUNCH_JOB_ID TORCHELASTIC_RUN_ID PADDLE_MASTER; do
+    is "$(for r in 0 1 2 3 4 5; do val $k env.$r; done | sort -u | wc -l)" 1 "$k is the same on every node"
+done
+is "$(awk '$3 == "world" {print $4}' ids.* | sort -u | wc -l) $(awk '$3 == "pipeline" {print $4}' ids.* | sort -u | wc -l)" \
+    "1 1" "every rank on every node got the same NCCL id bytes per key"
+ok $([ "$(awk '$3 == "world" {print $4}' ids.0)" != "$(awk '$3 == "pipeline" {print $4}' ids.0)" ]; echo $?) \
+    "the ids of the two keys differ"
+like "$(cat log1/plaunch.log)" "node 2: .*ranks 3-5" "the coordinator logs the assignment"
+
+# A lost coordinator: agents stop their workers and exit non-zero within the heartbeat timeout.
+rm -f pid.* wpid.*
+cat >sleeper.sh <<'W'
+#!/bin/bash
+echo $$ > "$OUTDIR/wpid.$RANK"
+sleep 300
+W
+chmod +x sleeper.sh
+for i in 1 2 3; do node $i 1 --heartbeat 0.2 --heartbeat-timeout 1 ./sleeper.sh; done
+wait_for 3 "wpid.*" 20; ok $? "three nodes run a long job"
+kill -9 "$(cat pid.1)"
+t0=$(date +%s.%N)
+wait_pid "$(cat pid.2)" 10; rc2=$wrc; wait_pid "$(cat pid.3)" 10; rc3=$wrc
+el=$(echo "$(date +%s.%N) - $t0" | bc)
+ok $([ "$rc2" != 0 ] && [ "$rc2" != 124 ] && [ "$rc3" != 0 ] && [ "$rc3" != 124 ]; echo $?) \
+    "coordinator killed: both agents exit non-zero ($rc2, $rc3) after ${el}s"
+ok $(echo "$el < 4" | bc | grep -qx 1; echo $?) "... within the heartbeat timeout (1 s) plus a margin"
+sleep 0.5
+left=0; for f in wpid.*; do alive "$(cat "$f")" && left=1; done
+is "$left" 0 "no worker survives on any node"
+like "$(cat log2/plaunch.log)" "lost the coordinator" "the agent's log says it lost the coordinator"
+done_testing
