@@ -131,7 +131,11 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/run-demo.sh $(B)
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
+# Test tools (tests/tools/NAME.c): helper programs of the black-box tests, linked like the unit tests.
+$(B)/tests/tools/%: tests/tools/%.c $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(COMMON_A) $(LDLIBS)
 
 test: deps
 	@$(MAKE) --no-print-directory all unit

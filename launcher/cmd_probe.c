@@ -15,6 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <limits.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 static const char S_USAGE[] =
     "usage: plaunch probe [--gpus LIST] [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
@@ -36,10 +41,16 @@ static const char S_USAGE[] =
     "  --json FILE         write measurements + analysis as JSON (- = stdout)\n"
     "  --html FILE         write a self-contained HTML report with SVG charts (- = stdout)\n"
     "  -q, --quiet         no terminal table\n"
+    "  --nnodes, --master, --node-rank, --token, --token-file, --tls-dir, --insecure, --host, --job-id,\n"
+    "  --log-dir, --rdzv-timeout, --heartbeat, --heartbeat-timeout: as for plaunch, for a multi-node probe\n"
     "Exit status: 0 clean, 3 a flag fired, 2 usage or input error, 1 nothing measured (no GPU, worker failed).\n";
+
+#define PROBE_MAX_PASSTHRU 32
 
 struct s_opts {
     const char *report, *json, *html, *thresholds, *gpus;
+    const char *passthru[PROBE_MAX_PASSTHRU]; /* launcher options for a multi-node probe, as "--opt", "value" */
+    int npassthru;
     int quiet;
     struct probe_run_opts run;
     int measure_opts; /* how many measurement options were given (they make no sense with --report) */
@@ -98,13 +109,34 @@ static int s_parse(int argc, char **argv, struct s_opts *o)
         { "iters", required_argument, NULL, 'n' },      { "warmup_iters", required_argument, NULL, 'w' },
         { "grad-bytes", required_argument, NULL, 'G' }, { "step-gflop", required_argument, NULL, 'S' },
         { "no-pairwise", no_argument, NULL, 'P' },      { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+        { "help", no_argument, NULL, 'h' },
+        /* launcher options, handed to the plaunch that starts one worker per GPU */
+        { "nnodes", required_argument, NULL, 1 },       { "master", required_argument, NULL, 1 },
+        { "node-rank", required_argument, NULL, 1 },    { "host", required_argument, NULL, 1 },
+        { "token", required_argument, NULL, 1 },        { "token-file", required_argument, NULL, 1 },
+        { "tls-dir", required_argument, NULL, 1 },      { "job-id", required_argument, NULL, 1 },
+        { "log-dir", required_argument, NULL, 1 },      { "rdzv-timeout", required_argument, NULL, 1 },
+        { "heartbeat", required_argument, NULL, 1 },    { "heartbeat-timeout", required_argument, NULL, 1 },
+        { "insecure", no_argument, NULL, 2 },           { NULL, 0, NULL, 0 },
     };
+    int idx = 0;
     int c;
     memset(o, 0, sizeof *o);
     optind = 0; /* glibc: a full re-initialisation, whatever the caller parsed before */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:qh", longopts, &idx)) != -1) {
+        if (c == 1 || c == 2) {
+            if (o->npassthru + 2 > PROBE_MAX_PASSTHRU)
+                return s_usage_error("too many launcher options");
+            static char names[PROBE_MAX_PASSTHRU][32];
+            snprintf(names[o->npassthru], sizeof names[0], "--%s", longopts[idx].name);
+            o->passthru[o->npassthru] = names[o->npassthru];
+            o->npassthru++;
+            if (c == 1)
+                o->passthru[o->npassthru++] = optarg;
+            o->measure_opts++;
+            continue;
+        }
         if (c == '?')
             return s_usage_error("unknown option '%s'", argv[optind - 1]);
         if (c == ':')
@@ -174,7 +206,47 @@ out:
     return rc;
 }
 
-/* One GPU: the worker runs here as a one-rank world; more GPUs need the launcher to start one rank each. */
+/* Runs the worker through plaunch itself (this very binary): one rank per GPU, the NCCL id from libplaunch.
+ * Returns the launcher's exit status, or -1 with err set. */
+static int s_run_launcher(const struct s_opts *o, char *const wargv[], struct probe_err *err)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n < 0) {
+        probe_err_set(err, "cannot find the plaunch binary (/proc/self/exe: %s)", strerror(errno));
+        return -1;
+    }
+    self[n] = '\0';
+    const char *argv[PROBE_MAX_PASSTHRU + 64];
+    int k = 0;
+    argv[k++] = self;
+    argv[k++] = "--gpus";
+    argv[k++] = o->gpus ? o->gpus : "all";
+    argv[k++] = "--tee";
+    argv[k++] = "0";
+    argv[k++] = "--quiet";
+    for (int i = 0; i < o->npassthru; i++)
+        argv[k++] = o->passthru[i];
+    argv[k++] = "--";
+    for (int i = 0; wargv[i] && k < (int)(sizeof argv / sizeof *argv) - 1; i++)
+        argv[k++] = wargv[i];
+    argv[k] = NULL;
+    setenv("NCCL_NVLS_ENABLE", "0", 1); /* never NVLink multicast objects from the probe */
+    pid_t pid;
+    int status = 0, rc = posix_spawn(&pid, self, NULL, NULL, (char *const *)argv, environ);
+    if (rc != 0) {
+        probe_err_set(err, "cannot start %s: %s", self, strerror(rc));
+        return -1;
+    }
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            probe_err_set(err, "waiting for the launcher (pid %ld): %s", (long)pid, strerror(errno));
+            return -1;
+        }
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* Measures through the launcher, then reports what rank 0 wrote. */
 static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
 {
     struct probe_err err;
@@ -183,14 +255,7 @@ static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
         fprintf(stderr, "plaunch probe: %s\n", err.msg);
         return PROBE_EXIT_NOT_RUN;
     }
-    const char *gpus = o->gpus && strcmp(o->gpus, "all") != 0 ? o->gpus : NULL;
-    if ((gpus && strchr(gpus, ',')) || (!gpus && ngpus > 1)) {
-        fprintf(stderr, "plaunch probe: probing %s GPUs needs one worker per GPU started by the launcher, which this "
-                        "build does not wire yet; meanwhile run `plaunch --gpus LIST plaunch-probe-worker --out m.json` "
-                        "and then `plaunch probe --report m.json`, or probe one GPU with --gpus 0\n",
-                gpus ? gpus : "all");
-        return PROBE_EXIT_NOT_RUN;
-    }
+    (void)ngpus;
     char *worker = probe_run_worker_path(&err), **argv = NULL;
     char out[] = "/tmp/plaunch-probe-XXXXXX.json";
     int fd = -1, rc = PROBE_EXIT_NOT_RUN;
@@ -208,15 +273,21 @@ static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
         fprintf(stderr, "plaunch probe: out of memory\n");
         goto done;
     }
-    int status = probe_run_local(argv, gpus ? gpus : "0", &err);
+    int status = s_run_launcher(o, argv, &err);
     struct stat st;
     if (status < 0) {
         fprintf(stderr, "plaunch probe: %s\n", err.msg);
         goto done;
     }
     if (status != 0)
-        fprintf(stderr, "plaunch probe: the probe worker %s failed with status %d; its own messages are above\n",
-                worker, status);
+        fprintf(stderr, "plaunch probe: the probe workers failed (status %d); see the launcher's messages above "
+                        "and log/workerlog.<rank>\n", status);
+    if (status == 0 && stat(out, &st) == 0 && st.st_size == 0) {
+        fprintf(stderr, "plaunch probe: rank 0 ran on another node and wrote its measurements there; run "
+                        "`plaunch probe --report` on that node's JSON\n");
+        rc = PROBE_EXIT_CLEAN;
+        goto done;
+    }
     /* a failed worker may still have left its preflight (a CUDA mismatch, say): report what it found */
     if (status == 0 || (stat(out, &st) == 0 && st.st_size > 0))
         rc = s_report(out, o, t);

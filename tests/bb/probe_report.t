@@ -180,9 +180,10 @@ EOF
     has "one GPU: worker got the options" "$tmp/worker.log" "-b 2M --no-pairwise --out /"
     [ -s "$tmp/live.json" ] && ok "one GPU: --json written" || not_ok "one GPU: --json missing"
     FAIL=1 run "one GPU: failing worker" 1 "$PLAUNCH" probe --gpus 0
-    has "one GPU: failing worker named" "$tmp/err" "failed with status 1"
-    FAKE_NVML_COUNT=4 run "four GPUs: needs the launcher" 1 "$PLAUNCH" probe
-    has "four GPUs: says what to run instead" "$tmp/err" "plaunch probe --report m.json"
+    has "one GPU: failing worker named" "$tmp/err" "the probe workers failed (status 1)"
+    FAKE_NVML_COUNT=4 run "four GPUs: one worker per GPU through the launcher" 0 "$PLAUNCH" probe --gpus 0-3 -q
+    has "four GPUs: a world of four ranks" "$tmp/worker.log" "WORLD_SIZE=4 LOCAL_RANK="
+    has "four GPUs: all four visible, NVLS off" "$tmp/worker.log" "CVD=0,1,2,3 NVLS=0"
     unset PLAUNCH_NVML_LIBRARY PLAUNCH_PROBE_WORKER
 else
     for t in live worker-env worker-args json failing four-gpus four-gpus-msg x; do skip "no C compiler for the stand-in NVML: $t"; done
