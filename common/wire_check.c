@@ -308,7 +308,7 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     uint64_t sum = 0, before = 0;
     if (a->node_rank >= a->nnodes)
         return wire_fail(err, errlen, "assign.node_rank: %" PRIu32 ", not below assign.nnodes %" PRIu32, a->node_rank,
-                      a->nnodes);
+                         a->nnodes);
     if (s_check_count("assign.local_world_sizes", a->n_local_world_sizes, "assign.nnodes", a->nnodes, err,
                       errlen) < 0 ||
         s_check_count("assign.node_addrs", a->n_node_addrs, "assign.nnodes", a->nnodes, err, errlen) < 0 ||
@@ -322,16 +322,16 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     }
     if (sum != a->world_size)
         return wire_fail(err, errlen, "assign.world_size: %" PRIu32 ", but assign.local_world_sizes add up to %" PRIu64,
-                      a->world_size, sum);
+                         a->world_size, sum);
     if (a->first_rank != before)
         return wire_fail(err, errlen, "assign.first_rank: %" PRIu32 ", but the nodes before node %" PRIu32
-                      " run %" PRIu64 " workers", a->first_rank, a->node_rank, before);
+                         " run %" PRIu64 " workers", a->first_rank, a->node_rank, before);
     if (a->restart_count > a->max_restarts)
         return wire_fail(err, errlen, "assign.restart_count: %" PRIu32 ", more than assign.max_restarts %" PRIu32,
-                      a->restart_count, a->max_restarts);
+                         a->restart_count, a->max_restarts);
     if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
         return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
-                      a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
+                         a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
     return 0;
 }
 
@@ -363,7 +363,7 @@ int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t e
         return wire_fail(err, errlen, "body type %u is unknown", type);
     if (!(allowed & WIRE_BIT(type)))
         return wire_fail(err, errlen, "%s: not accepted by this receiver (sent to the wrong side?)",
-                      wire_type_name(type));
+                         wire_type_name(type));
     body = *(const ProtobufCMessage *const *)((const char *)msg + f->offset);
     if (!body || body->descriptor != f->descriptor)
         return wire_fail(err, errlen, "%s: body missing or of another type", f->name);
