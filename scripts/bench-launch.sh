@@ -57,9 +57,7 @@ run_all() {
 report() {
     local name med min p90 rss
     declare -A MED RSS
-    echo "bench-launch: $NPROC x /bin/true, $RUNS interleaved runs per launcher; $(bench_machine)"
-    echo "              $BENCH_PLAUNCH_DESC"
-    echo
+    bench_header "bench-launch: $NPROC x /bin/true, $RUNS interleaved runs per launcher"
     printf '%-12s %10s %10s %10s %14s\n' launcher "median ms" "min ms" "p90 ms" "peak RSS MiB"
     for name in "${LAUNCHERS[@]}"; do
         read -r med min p90 _ < <(bench_stats "$BENCH_TMP/$name.wall")

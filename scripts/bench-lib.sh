@@ -23,13 +23,14 @@ bench_setup() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     trap 'exit 129' HUP
+    BENCH_LOAD0=$(bench_load)
     BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/plaunch-bench.XXXXXX")
     export TMPDIR=$BENCH_TMP              # torchrun and Open MPI scratch files go away with it
     # Benchmark a snapshot, so that a rebuild during the run cannot mix two binaries into one table.
     cp build/bin/plaunch "$BENCH_TMP/plaunch"
     PLAUNCH=$BENCH_TMP/plaunch
-    BENCH_PLAUNCH_DESC="plaunch $("$PLAUNCH" --version | awk '{ print $NF }') (git $(git describe --always --dirty 2>/dev/null || echo '?'),"
-    BENCH_PLAUNCH_DESC+=" build/bin/plaunch of $(date -r build/bin/plaunch '+%F %T %Z'))"
+    BENCH_PLAUNCH_DESC="$("$PLAUNCH" --version | awk '{ print $NF }'), git $(git describe --always --dirty 2>/dev/null || echo '?'),"
+    BENCH_PLAUNCH_DESC+=" build/bin/plaunch built $(date -r build/bin/plaunch '+%F %T %Z')"
 }
 
 # bench_cleanup: stop the run in flight (its whole process group), kill strays, remove $BENCH_TMP.
@@ -132,6 +133,19 @@ bench_machine() {
     local os
     os=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown OS}")
     echo "$(nproc) cores, $os, Linux $(uname -r)"
+}
+
+# bench_header TITLE: the first lines of a report: what ran, on which box, under which load, which plaunch.
+bench_header() {
+    echo "$1"
+    echo "machine: $(bench_machine); 1-min load average $BENCH_LOAD0 at start, $(bench_load) at end"
+    echo "plaunch: $BENCH_PLAUNCH_DESC"
+    echo
+}
+
+# bench_load: the 1-minute load average now (other work on the box shows up as noise in the numbers).
+bench_load() {
+    cut -d ' ' -f 1 /proc/loadavg
 }
 
 # bench_positive_int NAME VALUE: exit 2 unless VALUE is a positive integer.

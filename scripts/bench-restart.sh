@@ -81,10 +81,7 @@ run_all() {
 report() {
     local name med min max
     declare -A MED
-    echo "bench-restart: $NPROC workers, rank 1 exits 1 in generation 0; failure -> first generation-1 worker running;"
-    echo "               $RUNS interleaved runs per launcher; $(bench_machine)"
-    echo "               $BENCH_PLAUNCH_DESC"
-    echo
+    bench_header "bench-restart: $NPROC workers, rank 1 fails in generation 0; its exit -> first generation-1 worker running; $RUNS interleaved runs per launcher"
     printf '%-9s %10s %10s %10s\n' launcher "median ms" "min ms" "max ms"
     for name in "${LAUNCHERS[@]}"; do
         read -r med min _ max < <(bench_stats "$BENCH_TMP/$name.restart")

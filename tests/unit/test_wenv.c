@@ -29,6 +29,7 @@ static void s_job_init(int gpu_mode, int nworkers, char **environ_in)
     s_job.node_rank = 2;
     s_job.rank_base = 4;
     snprintf(s_job.host_addr, sizeof s_job.host_addr, "10.1.2.3");
+    snprintf(s_job.master_addr, sizeof s_job.master_addr, "10.1.2.3"); /* one node: this node is rank 0's */
     s_job.master_port = 29500;
     s_job.endpoint_ports = s_ports;
     s_job.endpoints = s_endpoints;
@@ -239,6 +240,7 @@ static void test_largest_values(void **state)
     s_job.endpoints = endpoints;
     s_job.visible_devices = visible;
     memset(s_job.host_addr, 'h', sizeof s_job.host_addr - 1);
+    memset(s_job.master_addr, 'h', sizeof s_job.master_addr - 1);
     memset(s_job.job_id, 'j', sizeof s_job.job_id - 1);
     memset(s_job.log_dir, 'l', sizeof s_job.log_dir - 1);
     memset(s_job.agent_endpoint, 'a', sizeof s_job.agent_endpoint - 1);
