@@ -67,7 +67,8 @@ CUDA_CPPFLAGS := -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
 CUDA_LDLIBS   := -L$(NCCL_HOME)/lib -L$(NCCL_HOME)/lib64 -L$(CUDA_HOME)/lib64 -lnccl -lcudart
 
 CUDA_SRC  := $(wildcard worker/probe/*.cu)
-PROBE_BIN := $(if $(and $(HAVE_CUDA),$(CUDA_SRC)),$(B)/bin/plaunch-probe-worker)
+# The CUDA worker is not built under SAN: nvcc does not link the sanitizer runtimes.
+PROBE_BIN := $(if $(and $(HAVE_CUDA),$(CUDA_SRC),$(filter 0,$(SAN))),$(B)/bin/plaunch-probe-worker)
 
 .PHONY: all deps run test unit blackbox clean fuzz
 all: $(PLAUNCH) $(LIBPL_SO) $(LIBPL_A) $(EXAMPLES) $(PROBE_BIN)

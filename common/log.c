@@ -16,7 +16,7 @@ static const char *const s_names[] = { "debug", "info", "warn", "error" };
 
 int log_open(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0644); /* one job per file */
     if (fd < 0)
         return -1;
     if (s_fd >= 0)

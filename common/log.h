@@ -6,7 +6,7 @@
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
-/* Open (append) the event log file; until then, and if it fails, events go to stderr only.
+/* Open (truncate, then append) the event log file; until then, and if it fails, events go to stderr only.
  * Returns 0, or -1 with errno. */
 int log_open(const char *path);
 void log_close(void);

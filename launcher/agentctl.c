@@ -39,7 +39,7 @@ struct agentctl {
     link_t *link;
     tls_ctx_t *tls;
     char endpoint[300];
-    char master_ip[64];
+    char master_ip[256];
     int master_port;
     int hosts_coord;
     int job_id_given;
@@ -122,7 +122,7 @@ static int s_apply_assign(agentctl_t *ac, const wire_msg_t *m)
         log_error("%s", err);
         return -1;
     }
-    if (first_assign && job->opt.node_rank < 0 && !job->opt.quiet)
+    if (first_assign && job->multi && job->opt.node_rank < 0 && !job->opt.quiet)
         fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->node_rank, job->nnodes,
                 job->rank_base, job->rank_base + job->nworkers - 1, job->world_size);
     log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->node_rank,
@@ -220,11 +220,15 @@ static void s_link_msg(void *arg, const wire_msg_t *m)
     s_on_msg(arg, m);
 }
 
-static void s_link_drop(void *arg, const char *reason)
+static void s_link_drop(void *arg, const char *reason, int fatal)
 {
     agentctl_t *ac = arg;
+    if (fatal) {
+        log_error("%s; check that every node has the same --token or certificates of the same job CA", reason);
+        s_finish(ac, 2);
+        return;
+    }
     log_warn("%s; starting a new session", reason);
-    (void)ac;
 }
 
 static void s_local_msg(void *arg, const wire_msg_t *m)
@@ -315,7 +319,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     ac->sup = s;
     ac->loop = loop;
     ac->started_ns = loop_now_ns();
-    if (services_open(&ac->sv, ac->job, loop, 0, err, sizeof err) < 0) {
+    if (services_open(&ac->sv, ac->job, loop, err, sizeof err) < 0) {
         log_error("%s", err);
         return -1;
     }
@@ -323,7 +327,8 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     ac->sv.up_arg = ac;
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
     if (ac->hosts_coord) {
-        ac->cs = coord_server_new(ac->job, loop, ac->sv.zctx, ac->endpoint, ac->tls, s_local_msg, ac, err, sizeof err);
+        ac->cs = coord_server_new(ac->job, loop, ac->sv.zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
+                                  s_local_msg, ac, err, sizeof err);
         if (!ac->cs) {
             log_error("%s", err);
             return -1;
@@ -336,7 +341,8 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
             return -1;
         }
     }
-    ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), s_hb_tick, ac);
+    if (ac->job->multi)
+        ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), s_hb_tick, ac);
     return 0;
 }
 
@@ -426,6 +432,11 @@ agentctl_t *agentctl_new(struct job *job, const char *retry_hint, char *err, siz
     ac->job = job;
     ac->job_id_given = job->opt.job_id[0] != '\0';
     job->node_rank = -1;
+    if (!job->multi) { /* one node: the same path, with the coordinator in this process and no network */
+        ac->hosts_coord = 1;
+        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->host_addr);
+        return ac;
+    }
     if (creds_parse_master(job->opt.master, host, sizeof host, ac->master_ip, sizeof ac->master_ip, &ac->master_port,
                            err, errlen) < 0)
         goto error;
@@ -455,7 +466,6 @@ void agentctl_ctl(agentctl_t *ac, struct sup_ctl *ctl)
 {
     memset(ctl, 0, sizeof *ctl);
     ctl->arg = ac;
-    ctl->remote = 1;
     ctl->setup = s_setup;
     ctl->gen_start = s_gen_start;
     ctl->worker_exit = s_worker_exit;

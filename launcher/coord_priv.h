@@ -31,6 +31,13 @@ struct peer {
     int byed, bye_status;
 };
 
+struct local_mail {
+    struct local_mail *next;
+    int to_agent;               /* 1: coordinator -> agent, 0: agent -> coordinator */
+    size_t len;
+    unsigned char data[];
+};
+
 enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
 
 struct coord_server {
@@ -49,10 +56,14 @@ struct coord_server {
     int restarts_left;
     int world;
     int job_status, status_set;
-    char failure[2048];         /* the root cause, for the summary */
+    char failure[4096];         /* the root cause, for the summary */
     int hb_timer, rdzv_timer;
     unsigned char *frame;
     char last_accepted[80];
+    /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
+     * (a worker exit must not start the next generation from inside the supervisor's own callback). */
+    struct local_mail *mail_head, *mail_tail;
+    int mail_timer;
 };
 
 /* coord_server.c */

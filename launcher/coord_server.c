@@ -81,15 +81,71 @@ void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
     p->st = PS_GONE;
 }
 
+static int s_on_mail(loop_t *loop, int id, void *arg);
+
+/* Queues m for the other side of this process (see struct local_mail). */
+static int s_post(coord_server_t *cs, int to_agent, const wire_msg_t *m)
+{
+    char err[256];
+    size_t len;
+    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
+    if (!buf) {
+        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
+        return -1;
+    }
+    struct local_mail *mail = malloc(sizeof *mail + len);
+    if (!mail) {
+        free(buf);
+        return -1;
+    }
+    mail->next = NULL;
+    mail->to_agent = to_agent;
+    mail->len = len;
+    memcpy(mail->data, buf, len);
+    free(buf);
+    if (cs->mail_tail)
+        cs->mail_tail->next = mail;
+    else
+        cs->mail_head = mail;
+    cs->mail_tail = mail;
+    if (cs->mail_timer <= 0)
+        cs->mail_timer = loop_timer_after_ms(cs->loop, 0, s_on_mail, cs);
+    return 0;
+}
+
+static int s_on_mail(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    cs->mail_timer = 0;
+    struct local_mail *mail;
+    while ((mail = cs->mail_head) != NULL) {
+        cs->mail_head = mail->next;
+        if (!cs->mail_head)
+            cs->mail_tail = NULL;
+        char err[256];
+        wire_msg_t *m = wire_decode(mail->data, mail->len, mail->to_agent ? WIRE_TO_AGENT : WIRE_TO_COORD, err,
+                                    sizeof err);
+        if (m && mail->to_agent) {
+            cs->local(cs->local_arg, m);
+        } else if (m) {
+            cs->peers[0].last_heard_ns = loop_now_ns();
+            cw_on_message(cs, 0, m);
+        } else {
+            log_error("in-process message refused: %s", err);
+        }
+        wire_free(&m);
+        free(mail);
+    }
+    return 0;
+}
+
 int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     if (!p->used)
         return -1;
-    if (p->local) {
-        cs->local(cs->local_arg, m);
-        return 0;
-    }
+    if (p->local)
+        return s_post(cs, 1, m);
     char err[256];
     size_t len;
     void *buf = wire_encode_alloc(m, &len, err, sizeof err);
@@ -139,6 +195,23 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     wire_free(&m);
 }
 
+/* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
+ * instead of waiting out its rendezvous timeout. The text holds nothing secret. */
+static void s_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+{
+    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
+    wire_msg_t m;
+    unsigned char buf[512];
+    char err[128];
+    r.code = PLAUNCH__REFUSE__CODE__AUTH;
+    r.text = "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, "
+             "not --insecure";
+    wire_init(&m, cs->job_id, cs->generation, WIRE_REFUSE, &r);
+    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    if (n > 0 && zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT);
+}
+
 static void s_on_frame(coord_server_t *cs, const unsigned char *rid, size_t rid_len, const void *data, size_t len,
                        const char *from)
 {
@@ -164,14 +237,20 @@ static void s_on_frame(coord_server_t *cs, const unsigned char *rid, size_t rid_
             return;
         }
     } else if (peer < 0) {
-        log_warn("refused %s: its first frame is not a TLS ClientHello (a plaintext ZeroMQ client, or a peer "
-                 "from a session this coordinator does not know; give it the job's --token or --tls-dir)", from);
+        const unsigned char *b = data;
+        if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03)
+            log_info("a TLS record from %s for a session that is over: ignored", from[0] ? from : cs->last_accepted);
+        else {
+            log_warn("refused %s: its first frame is not a TLS ClientHello (a plaintext ZeroMQ client? give it the "
+                     "job's --token or --tls-dir)", from[0] ? from : cs->last_accepted[0] ? cs->last_accepted : "?");
+            s_refuse_plaintext(cs, rid, rid_len);
+        }
         return;
     }
     struct peer *p = &cs->peers[peer];
     if (tls_chan_feed(p->ch, data, len) < 0) {
         if (p->st == PS_HANDSHAKE)
-            log_warn("refused %s: TLS handshake failed: %s", p->from, tls_chan_error(p->ch));
+            log_warn("refused %s: %s", p->from, tls_chan_error(p->ch));
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
@@ -323,6 +402,13 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->restarts_left = job->opt.max_restarts;
     cs->coord = coord_new(cs->job_id, (coord_send_fn)cs_send, cs);
+    if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
+        if (!cs->coord) {
+            snprintf(err, errlen, "out of memory");
+            goto error;
+        }
+        return cs;
+    }
     cs->router = zmq_socket(zctx, ZMQ_ROUTER);
     if (!cs->coord || !cs->router || zmq_setsockopt(cs->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(cs->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
@@ -370,6 +456,13 @@ void coord_server_destroy(coord_server_t **pcs)
         loop_timer_cancel(cs->loop, cs->hb_timer);
     if (cs->rdzv_timer > 0)
         loop_timer_cancel(cs->loop, cs->rdzv_timer);
+    if (cs->mail_timer > 0)
+        loop_timer_cancel(cs->loop, cs->mail_timer);
+    while (cs->mail_head) {
+        struct local_mail *next = cs->mail_head->next;
+        free(cs->mail_head);
+        cs->mail_head = next;
+    }
     if (cs->router) {
         int linger = 500; /* the last BYEs must leave before the process does */
         zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
@@ -395,8 +488,7 @@ void coord_server_local_hello(coord_server_t *cs)
 
 void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m)
 {
-    cs->peers[0].last_heard_ns = loop_now_ns();
-    cw_on_message(cs, 0, m);
+    s_post(cs, 0, m);
 }
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)

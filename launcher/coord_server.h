@@ -13,7 +13,8 @@ typedef struct coord_server coord_server_t;
 /* Delivers a coordinator message to the agent of this node (in process). */
 typedef void (*coord_local_fn)(void *arg, const wire_msg_t *m);
 
-/* Binds endpoint ("tcp://addr:port"); tls NULL means plaintext. NULL + message on failure. */
+/* Binds endpoint ("tcp://addr:port"); tls NULL means plaintext; endpoint NULL: a one-node job, whose only
+ * member is the in-process agent (no socket, no heartbeats). NULL + message on failure. */
 coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
                                  tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen);
 void coord_server_destroy(coord_server_t **cs);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
 
 #include "log.h"
@@ -212,7 +213,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     const Plaunch__Join *j = m->join;
-    char text[512];
+    char text[1024];
     if (s_rejoin(cs, peer, m))
         return;
     if (p->st == PS_MEMBER && cs->state == CS_RESTARTING) {
@@ -281,13 +282,19 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     size_t o = 0;
     for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
         o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
+    char logpath[PATH_MAX + 64];
+    if (p->local)
+        snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
+    else
+        snprintf(logpath, sizeof logpath, "workerlog.%u in the --log-dir of %s", x->global_rank, p->host);
     snprintf(cs->failure, sizeof cs->failure,
              "plaunch: ===== job %s failed: root cause =====\n"
              "  first failure : rank %u (local rank %u) on node %d, %s (%s), generation %u\n"
-             "  pid           : %u\n  status        : %s\n  time          : %s, ran %.3f s\n"
+             "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
+             "  log           : %s\n"
              "  last lines of its log:\n%s",
              cs->job_id, x->global_rank, x->local_rank, p->node_rank, p->host, p->addr, cs->generation, x->pid, how,
-             when, (double)x->runtime_ms / 1000, tail[0] ? tail : "    (empty)\n");
+             when, (double)x->runtime_ms / 1000, logpath, tail[0] ? tail : "    (empty)\n");
     cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
     cs->status_set = 1;
 }
@@ -298,17 +305,21 @@ static void s_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     struct peer *p = &cs->peers[peer];
     if (x->exit_code == 0 && x->signal == 0)
         return;
-    log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
-             x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
-    if (cs->state != CS_RUNNING || m->generation != cs->generation)
+    if (cs->state != CS_RUNNING || m->generation != cs->generation) {
+        log_info("rank %u on node %d (%s) ended by the stop: %s %u", x->global_rank, p->node_rank, p->host,
+                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
         return; /* an effect of the stop already under way */
+    }
+    if (cs->job->multi)
+        log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
+                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
     int restartable = !(x->signal == 0 && (x->exit_code == 126 || x->exit_code == 127));
     if (cs->restarts_left > 0 && restartable) {
         cs->restarts_left--;
         log_warn("restarting the job on every node: generation %u (restart %u of %d)", cs->generation + 1,
                  cs->generation + 1, cs->job->opt.max_restarts);
+        cs->generation++; /* first: members come back for the new generation */
         cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, "a worker failed: restarting the job");
-        cs->generation++;
         return;
     }
     s_record_failure(cs, peer, x);

@@ -58,7 +58,6 @@ struct job {
     int nnodes, node_rank, rank_base, world_size;
     struct worker *workers;
     int generation;
-    int restarts_left;
     uint64_t start_ns;
     int64_t start_realtime_s;
     int master_port;

@@ -210,7 +210,6 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     job->nnodes = 1;
     job->node_rank = 0;
     job->rank_base = 0;
-    job->restarts_left = o->max_restarts;
     if (s_setup_workers(job, o, envp, err, errlen) < 0)
         return -1;
     job->world_size = job->nworkers;

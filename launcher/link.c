@@ -21,6 +21,9 @@ struct link {
     link_drop_fn on_drop;
     void *arg;
     unsigned char *frame;    /* TLS_CHAN_FRAME_MAX scratch */
+    int backoff_ms;          /* before the next handshake after a broken session */
+    int retry_timer;
+    int stopped;             /* a fatal failure: no more handshakes */
 };
 
 /* Sends every pending TLS record as its own frame. */
@@ -36,20 +39,38 @@ static void s_flush(link_t *l)
  * coordinator after the new ClientHello. */
 static int s_connect(link_t *l, char *err, size_t errlen);
 
+static int s_retry(loop_t *loop, int id, void *arg)
+{
+    link_t *l = arg;
+    char err[256];
+    l->retry_timer = 0;
+    if (!l->stopped && s_connect(l, err, sizeof err) < 0)
+        log_error("link: %s", err);
+    return 0;
+}
+
 void link_reset(link_t *l, const char *why)
 {
-    int was_open = l->open;
+    int fatal = l->ch && !l->open && l->tls && tls_chan_state(l->ch) == TLS_CHAN_FAILED;
     l->open = 0;
     if (l->ch) {
         s_flush(l); /* the alert tells the coordinator why */
         tls_chan_destroy(&l->ch);
     }
-    char err[256];
-    if (s_connect(l, err, sizeof err) < 0)
-        log_error("link: %s", err);
+    if (l->sock) {
+        loop_remove_socket(l->loop, l->sock);
+        zmq_close(l->sock);
+        l->sock = NULL;
+    }
+    if (fatal) {
+        l->stopped = 1;
+    } else if (l->retry_timer <= 0) {
+        /* a broken session: try again, soon at first, then at most once a second */
+        l->retry_timer = loop_timer_after_ms(l->loop, l->backoff_ms, s_retry, l);
+        l->backoff_ms = l->backoff_ms ? (l->backoff_ms * 2 > 1000 ? 1000 : l->backoff_ms * 2) : 50;
+    }
     if (l->on_drop && why)
-        l->on_drop(l->arg, why);
-    (void)was_open;
+        l->on_drop(l->arg, why, fatal);
 }
 
 static void s_deliver(link_t *l, const void *data, size_t len)
@@ -60,8 +81,10 @@ static void s_deliver(link_t *l, const void *data, size_t len)
         log_warn("link: bad message from the coordinator at %s: %s", l->endpoint, err);
         return;
     }
-    if (m->body_case == WIRE_HELLO)
+    if (m->body_case == WIRE_HELLO) {
         l->open = 1;
+        l->backoff_ms = 0;
+    }
     l->on_msg(l->arg, m);
     wire_free(&m);
 }
@@ -76,8 +99,7 @@ static void s_on_frame(link_t *l, const void *data, size_t len)
         return;
     if (tls_chan_feed(l->ch, data, len) < 0) {
         char why[512];
-        snprintf(why, sizeof why, "TLS session with the coordinator at %s failed: %s", l->endpoint,
-                 tls_chan_error(l->ch));
+        snprintf(why, sizeof why, "TLS with the coordinator at %s failed: %s", l->endpoint, tls_chan_error(l->ch));
         link_reset(l, why);
         return;
     }
@@ -99,7 +121,7 @@ static void s_on_frame(link_t *l, const void *data, size_t len)
 static int s_on_readable(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     link_t *l = arg;
-    for (int budget = 0; budget < 256 && l->sock == sock; budget++) {
+    for (int budget = 0; budget < 256 && l->sock && l->sock == sock; budget++) {
         zmq_msg_t msg;
         zmq_msg_init(&msg);
         if (zmq_msg_recv(&msg, l->sock, ZMQ_DONTWAIT) < 0) {
@@ -181,6 +203,8 @@ void link_destroy(link_t **pl)
         s_flush(l);
         tls_chan_destroy(&l->ch);
     }
+    if (l->retry_timer > 0)
+        loop_timer_cancel(l->loop, l->retry_timer);
     if (l->sock) {
         int linger = 200; /* let a last BYE and close_notify leave */
         zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);

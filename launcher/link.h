@@ -11,8 +11,9 @@ typedef struct link link_t;
 
 /* A checked message from the coordinator (HELLO is the first one of every session). */
 typedef void (*link_msg_fn)(void *arg, const wire_msg_t *m);
-/* The session failed (reason says why); the link has already started a new handshake. */
-typedef void (*link_drop_fn)(void *arg, const char *reason);
+/* The session failed (reason says why). fatal: it failed in its handshake (the coordinator refused our
+ * credentials, or we refused its): the link stops. Otherwise a new handshake starts after a back-off. */
+typedef void (*link_drop_fn)(void *arg, const char *reason, int fatal);
 
 /* Connects to endpoint ("tcp://host:port"); tls NULL means plaintext. NULL + message in err on failure. */
 link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, link_msg_fn on_msg,

@@ -16,7 +16,6 @@
 #include "opts.h"
 #include "output.h"
 #include "sentinel.h"
-#include "services.h"
 #include "supervise.h"
 
 extern char **environ;
@@ -75,11 +74,6 @@ static int s_run(int argc, char **argv)
     log_set_origin(job.hostname);
     if (log_open(path) < 0)
         fprintf(stderr, "plaunch: warning: cannot write %s: %s\n", path, strerror(errno));
-    if (!job.multi && output_open_logs(&job, err, sizeof err) < 0) {
-        log_error("%s", err);
-        code = 2;
-        goto out;
-    }
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
              job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
              o.prog_argv[0], job.log_dir);
@@ -91,22 +85,18 @@ static int s_run(int argc, char **argv)
         fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.job_id, job.nworkers,
                 job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.gpu_mode ? " on GPUs " : "",
                 job.gpu_mode ? job.visible_devices : "", job.log_dir);
-    static struct services sv;
+    /* One code path for one node or many: the agent always talks to a coordinator, in this process on a
+     * one-node job (and on the node that owns --master), over TLS otherwise. */
     struct sup_ctl ctl;
-    agentctl_t *ac = NULL;
-    if (job.multi) {
-        char hint[4096];
-        s_command_line(argc, argv, hint, sizeof hint);
-        if (!(ac = agentctl_new(&job, hint, err, sizeof err))) {
-            log_error("%s", err);
-            code = 2;
-            goto out;
-        }
-        agentctl_ctl(ac, &ctl);
-    } else {
-        sv.job = &job;
-        services_local_ctl(&sv, &ctl);
+    char hint[4096];
+    s_command_line(argc, argv, hint, sizeof hint);
+    agentctl_t *ac = agentctl_new(&job, hint, err, sizeof err);
+    if (!ac) {
+        log_error("%s", err);
+        code = 2;
+        goto out;
     }
+    agentctl_ctl(ac, &ctl);
     code = supervise_run(&job, &ctl);
     agentctl_destroy(&ac);
     log_info("plaunch exits with %d", code);

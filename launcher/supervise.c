@@ -18,7 +18,6 @@
 #include "output.h"
 #include "sentinel.h"
 #include "spawn.h"
-#include "summary.h"
 #include "wenv.h"
 
 enum sup_state { ST_IDLE, ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
@@ -44,7 +43,6 @@ struct sup {
     int grace_timer;
     int running;              /* workers of the generation not yet reaped */
     struct failure first;     /* first failure of the current generation */
-    struct failure job_first; /* first failure of the job, reported at the end */
     int exit_code;
     int event_signal;         /* argument of the signal events */
     const struct sup_ctl *ctl;
@@ -53,7 +51,6 @@ struct sup {
 typedef void (*sup_action)(struct sup *s);
 
 static const char *const s_state_names[] = { "idle", "running", "stopping", "killing", "done" };
-static const struct sup_ctl s_no_ctl = { 0 };
 
 static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *arg);
 static void s_dispatch(struct sup *s, enum sup_event ev);
@@ -309,19 +306,14 @@ static void a_finish_ok(struct sup *s)
 {
     s_kill_strays(s);
     log_info("all %d worker%s exited 0", s->job->nworkers, s->job->nworkers == 1 ? "" : "s");
-    if (s->ctl->remote) {
-        for (int i = 0; i < s->job->nworkers; i++)
-            s_close_output(s, &s->job->workers[i]);
-        s->state = ST_IDLE;
-        s->ctl->gen_over(s->ctl->arg, s->job, 0, NULL);
-        return;
-    }
-    s->exit_code = 0;
-    s->state = ST_DONE;
-    loop_stop(s->loop);
+    for (int i = 0; i < s->job->nworkers; i++)
+        s_close_output(s, &s->job->workers[i]);
+    s->state = ST_IDLE;
+    s->ctl->gen_over(s->ctl->arg, s->job, 0, NULL);
 }
 
-/* The generation is over after a stop: restart it, or end the job with the right status. */
+/* The generation is over after a stop: the controller (the coordinator) decides between the next generation
+ * and the end of the job. */
 static void a_end_generation(struct sup *s)
 {
     struct job *job = s->job;
@@ -329,37 +321,11 @@ static void a_end_generation(struct sup *s)
     s_kill_strays(s);
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
-    if (s->ctl->remote) {
-        int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
-                   : s->first.valid         ? s_status_code(s->first.status) : 0;
-        s->state = ST_IDLE;
-        s->reason = STOP_NONE;
-        s->ctl->gen_over(s->ctl->arg, job, code, s->first.valid ? &s->first : NULL);
-        return;
-    }
-    if (s->reason == STOP_FAILURE && job->restarts_left > 0 && s->first.exec_errno == 0) {
-        job->restarts_left--;
-        job->generation++;
-        s->state = ST_RUNNING;
-        s->reason = STOP_NONE;
-        log_warn("restarting the job: generation %d (restart %d of %d)", job->generation, job->generation,
-                 job->opt.max_restarts);
-        if (s_start_generation(s) < 0)
-            s_abort_generation(s);
-        return;
-    }
-    if (s->reason == STOP_SIGNAL) {
-        s->exit_code = 128 + s->stop_signal;
-        log_info("job stopped by SIG%s", sigabbrev_np(s->stop_signal));
-    } else {
-        s->exit_code = s_status_code(s->job_first.status);
-        if (s->first.exec_errno == 0 && job->opt.max_restarts > 0)
-            log_error("restart budget exhausted (%d restart%s)", job->opt.max_restarts,
-                      job->opt.max_restarts == 1 ? "" : "s");
-        summary_print(job, &s->job_first, s->exit_code);
-    }
-    s->state = ST_DONE;
-    loop_stop(s->loop);
+    int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
+               : s->first.valid         ? s_status_code(s->first.status) : 0;
+    s->state = ST_IDLE;
+    s->reason = STOP_NONE;
+    s->ctl->gen_over(s->ctl->arg, job, code, s->first.valid ? &s->first : NULL);
 }
 
 /* state x event: what the launcher does. Unlisted pairs cannot happen or need nothing. */
@@ -461,7 +427,6 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
                                      .generation = job->generation, .pid = w->pid, .status = status,
                                      .exec_errno = w->exec_errno, .when_ns = w->exit_ns,
                                      .when_realtime_s = ts.tv_sec };
-        s->job_first = s->first;
     }
     if (s->ctl->worker_exit)
         s->ctl->worker_exit(s->ctl->arg, job, w);
@@ -551,7 +516,7 @@ int sup_running(const sup_t *s)
 
 int supervise_run(struct job *job, const struct sup_ctl *ctl)
 {
-    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl ? ctl : &s_no_ctl };
+    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl };
     sigset_t set;
     sigprocmask(SIG_BLOCK, NULL, &set);
     s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -564,7 +529,7 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl)
         goto out;
     if (s.ctl->setup && s.ctl->setup(s.ctl->arg, &s, s.loop) < 0)
         goto out;
-    if ((s.ctl->remote || sup_start(&s) == 0) && s.state != ST_DONE && loop_run(s.loop) < 0)
+    if (s.state != ST_DONE && loop_run(s.loop) < 0)
         log_error("event loop failed: %s", strerror(errno));
 out:
     for (int i = 0; i < job->nworkers; i++) {

@@ -9,19 +9,17 @@
 
 typedef struct sup sup_t;
 
-/* The node's controller: the coordinator link on a multi-node job; NULL for a one-node job, which decides its
- * restarts locally. Every callback is optional. */
+/* The node's controller (agentctl: the link to the coordinator, in process on a one-node job). No generation
+ * starts until sup_start; when all workers are gone the supervisor waits (gen_over) for sup_start (the next
+ * generation) or sup_finish (the end of the job). Callbacks other than setup and gen_over are optional. */
 struct sup_ctl {
     void *arg;
-    /* Remote control: no generation starts until sup_start; when all workers are gone the supervisor waits
-     * (gen_over) for sup_start (next generation) or sup_finish (end of job). */
-    int remote;
     /* The loop exists: register sockets and timers. -1 ends the run with 125. */
     int (*setup)(void *arg, sup_t *s, loop_t *loop);
     /* Workers of job->generation are about to start (ranks and ports are set). */
     void (*gen_start)(void *arg, const struct job *job);
     void (*worker_exit)(void *arg, const struct job *job, const struct worker *w);
-    /* Remote only: every worker of the generation is gone; exit_code is this node's verdict (0 = all ok). */
+    /* Every worker of the generation is gone; exit_code is this node's verdict (0 = all ok). */
     void (*gen_over)(void *arg, const struct job *job, int exit_code, const struct failure *first);
     /* The launcher got a stop signal (TERM INT HUP QUIT). */
     void (*stop_signal)(void *arg, int sig);

@@ -136,13 +136,13 @@ static void s_send_join(struct pc *c, const char *hello_job)
     wire_msg_t m;
     char err[512];
     size_t len;
-    j.hostname = "pl-client";
-    j.addr = "192.0.2.1";
+    j.hostname = (char *)"pl-client";
+    j.addr = (char *)"192.0.2.1"; /* TEST-NET-1: never reached, the JOIN is meant to be refused */
     j.pid = (uint32_t)getpid();
     j.nproc = 1;
     j.requested_node_rank = -1;
-    j.gpus = "";
-    j.plaunch_version = PLAUNCH_VERSION;
+    j.gpus = (char *)"";
+    j.plaunch_version = (char *)PLAUNCH_VERSION;
     j.n_worker_ports = 1;
     j.worker_ports = ports;
     j.master_port = 40000;
@@ -174,12 +174,13 @@ static int s_on_message(struct pc *c, const void *data, size_t len)
         if (!c->joined)
             s_send_join(c, m->job_id);
         break;
-    case WIRE_REFUSE:
-        printf("refused: REFUSE %s: %s\n",
-               protobuf_c_enum_descriptor_get_value(&plaunch__refuse__code__descriptor, m->refuse->code)->name,
-               m->refuse->text);
+    case WIRE_REFUSE: {
+        const ProtobufCEnumValue *code =
+            protobuf_c_enum_descriptor_get_value(&plaunch__refuse__code__descriptor, m->refuse->code);
+        printf("refused: REFUSE %s: %s\n", code ? code->name : "(unknown code)", m->refuse->text);
         rc = PC_REFUSED;
         break;
+    }
     case WIRE_ASSIGN:
         printf("accepted: ASSIGN node rank %u\n", m->assign->node_rank);
         rc = PC_ACCEPTED;
@@ -218,12 +219,13 @@ static int s_on_frame_chan(struct pc *c, const void *frame, size_t len)
 static int s_on_frame_raw(struct pc *c, const void *frame, size_t len)
 {
     char reason[256];
+    unsigned char data[512];
     int r = 1;
     BIO_write(c->rbio, frame, (int)len);
     if (!SSL_is_init_finished(c->raw))
         r = SSL_do_handshake(c->raw);
     s_flush(c); /* our (empty) Certificate and Finished go out before we wait for the verdict */
-    if (SSL_is_init_finished(c->raw) && (r = SSL_read(c->raw, c->frame, sizeof c->frame)) > 0) {
+    if (SSL_is_init_finished(c->raw) && (r = SSL_read(c->raw, data, sizeof data)) > 0) {
         printf("accepted: the coordinator sent application data to a client without a certificate\n");
         return PC_ACCEPTED;
     }

@@ -32,6 +32,7 @@
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a line reaches the log even if the job is stopped right after */
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     plaunch_t *p = plaunch_open();

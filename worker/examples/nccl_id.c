@@ -15,6 +15,7 @@ static void s_print(plaunch_t *p, const char *key, const unsigned char *id)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a line reaches the log even if the job is stopped right after */
     plaunch_t *p = plaunch_open();
     if (!p)
         return 1;

@@ -11,6 +11,7 @@ static const char *s_get(const char *name)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a line reaches the log even if the job is stopped right after */
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     printf("rank %s/%s local %s/%s node %s/%s generation %s on %s pid %d\n", s_get("RANK"), s_get("WORLD_SIZE"),
