@@ -172,6 +172,12 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
             s_send_join(ac); /* first contact, or a new session after a broken one */
         return;
     }
+    if (m->body_case == WIRE_REFUSE && (ac->st == AC_CONNECTING || ac->st == AC_JOINING)) {
+        /* before any HELLO the job id is not known yet: a refusal is the answer whatever its job */
+        log_error("the coordinator at %s refused this node: %s", ac->endpoint, m->refuse->text);
+        s_finish(ac, 2);
+        return;
+    }
     if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, ac->job->job_id, err, sizeof err) < 0) {
         log_error("coordinator: %s", err);
         s_finish(ac, 2);
