@@ -22,6 +22,13 @@ step "NCCL AllReduce on every GPU, id through libplaunch"
 "$P" --gpus all --tee all --log-dir "$out/log-allreduce" "$B/bin/nccl_allreduce" 2>&1; echo "exit $?"
 
 step "plaunch probe (default sweep)"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 "$P" probe --gpus all --json "$out/probe.json" --html "$out/probe.html" 2>&1; echo "exit $?"
-echo "probe wall time: $(echo "$(date +%s.%N) - $start" | bc) s"
+echo "probe wall time: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+step "probe overhead: launch + id exchange + report around a minimal sweep (3 runs)"
+for i in 1 2 3; do
+    s=$(date +%s%N)
+    "$P" probe --gpus all -b 1M -e 1M -n 1 -w 0 --grad-bytes 1M --step-gflop 0.001 --no-pairwise -q >/dev/null 2>&1
+    echo "run $i: exit $?, $(( ($(date +%s%N) - s) / 1000000 )) ms"
+done

@@ -46,6 +46,9 @@ run "clean fixture reports no flag" 0 "$PLAUNCH" probe --report "$FIX/synthetic-
 has "clean fixture: table says 0 flags" "$tmp/out" "Verdicts (0 flags)"
 has "clean fixture: efficiency verdict" "$tmp/out" "scaling efficiency meets the thresholds"
 
+# measured on the lent H200 machine (1 GPU) on 2026-12-02 by scripts/gpu-check.sh
+run "measured H200 fixture re-analyses cleanly" 0 "$PLAUNCH" probe --report "$FIX/measured-h200x1-2026-12-02.json"
+has "measured H200 fixture: CUDA 13.0 driver and runtime, NCCL 2.28.9" "$tmp/out" "CUDA driver 13.0 >= runtime 13.0"
 run "PCIe fixture fires flags" 3 "$PLAUNCH" probe --report "$FIX/synthetic-pcie8-flags.json" \
     --json "$tmp/pcie.json" --html "$tmp/pcie.html"
 has "PCIe fixture: mismatch verdict" "$tmp/out" "CUDA mismatch on host synthetic-pcie-box"
