@@ -72,7 +72,8 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
 /* coordinator -> agent */
 #define WIRE_TO_AGENT                                                                                             \
     (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |            \
-     WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE) | WIRE_BIT(WIRE_BYE))
+     WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE) | WIRE_BIT(WIRE_BYE) |           \
+     WIRE_BIT(WIRE_REPORT))
 /* agent -> worker over ipc:// */
 #define WIRE_TO_WORKER                                                                                            \
     (WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE))

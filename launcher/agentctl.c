@@ -48,7 +48,7 @@ struct agentctl {
     int last_code;             /* this node's verdict for the generation */
     int heard;                 /* a HELLO came at least once */
     uint64_t last_heard_ns, started_ns;
-    uint64_t hb_seq;
+    uint64_t hb_seq, hb_sent_ns;
     int hb_timer;
 };
 
@@ -212,6 +212,19 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
             log_warn("coordinator refused a request: %s", m->refuse->text);
         }
         break;
+    case WIRE_REPORT:
+        if (strcmp(m->report->kind, "summary") == 0) {
+            /* the job's root cause, as the coordinator printed it: every node keeps it in its plaunch.log */
+            char *text = strndup((const char *)m->report->json.data, m->report->json.len);
+            if (text) {
+                log_block(text, 0);
+                free(text);
+            }
+            if (!ac->job->opt.quiet)
+                fprintf(stderr, "plaunch: the job failed; its root cause is in %s/plaunch.log and on the "
+                                "coordinator's terminal\n", ac->job->log_dir);
+        }
+        break;
     case WIRE_BYE:
         log_info("coordinator: the job is over, exit status %u", m->bye->exit_status);
         s_finish(ac, (int)m->bye->exit_status);
@@ -303,7 +316,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             s_finish(ac, 125);
             return 0;
         }
-        if (ac->heard && link_is_open(ac->link)) {
+        if (ac->heard && link_is_open(ac->link) && now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
+            ac->hb_sent_ns = now;
             Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
             wire_msg_t m;
             hb.seq = ++ac->hb_seq;
@@ -312,7 +326,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             s_up(ac, &m);
         }
     }
-    ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(o->heartbeat * 1000), s_hb_tick, ac);
+    double tick = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
+    ac->hb_timer = loop_timer_after_ms(loop, tick * 1000 < 1 ? 1 : (int64_t)(tick * 1000), s_hb_tick, ac);
     return 0;
 }
 

@@ -57,7 +57,9 @@ struct coord_server {
     int world;
     int job_status, status_set;
     char failure[4096];         /* the root cause, for the summary */
-    int hb_timer, rdzv_timer;
+    int hb_timer, rdzv_timer, last_call_timer;
+    int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
+    uint64_t hb_sent_ns;
     unsigned char *frame;
     char last_accepted[80];
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
@@ -66,13 +68,28 @@ struct coord_server {
     int mail_timer;
 };
 
+#define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
+
 /* coord_server.c */
 int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* (Re)arms the deadline of the rendezvous under way; 0 disarms. */
+void cs_rendezvous_deadline(coord_server_t *cs, double seconds);
+/* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
+void cs_last_call(coord_server_t *cs, int ms);
 void cs_drop_peer(coord_server_t *cs, int peer, const char *why);
-/* coord_world.c */
+/* coord_world.c: membership */
 void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
+void cw_set_state(coord_server_t *cs, enum cs_state st);
+int cw_members(coord_server_t *cs, uint32_t gen);
+void cw_broadcast(coord_server_t *cs, const wire_msg_t *m);
+void cw_check_ready(coord_server_t *cs);
+void cw_last_call(coord_server_t *cs);
+/* coord_end.c: the end of generations and of the job */
+void cw_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m);
 void cw_peer_lost(coord_server_t *cs, int peer, const char *why);
 void cw_rendezvous_timeout(coord_server_t *cs);
 void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text);
+void cw_restart(coord_server_t *cs, const char *why);
+void cw_maybe_finish(coord_server_t *cs);
 
 #endif

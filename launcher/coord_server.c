@@ -341,11 +341,22 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
 
 /* ---- heartbeats ----------------------------------------------------------------------------------- */
 
+/* Checks for lost peers every tick (a tenth of the timeout, so loss is seen within 110% of it) and sends
+ * heartbeats every --heartbeat. */
+static int64_t s_tick_ms(const struct opts *o)
+{
+    double t = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
+    return t * 1000 < 1 ? 1 : (int64_t)(t * 1000);
+}
+
 static int s_hb_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
     const struct opts *o = &cs->job->opt;
     uint64_t now = loop_now_ns(), limit = (uint64_t)(o->heartbeat_timeout * 1e9);
+    int send = now - cs->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10;
+    if (send)
+        cs->hb_sent_ns = now;
     for (int i = 1; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
         if (!p->used || p->st == PS_HANDSHAKE)
@@ -357,6 +368,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             cw_peer_lost(cs, i, why);
             continue;
         }
+        if (!send)
+            continue;
         Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
         wire_msg_t m;
         hb.seq = ++p->hb_seq;
@@ -365,17 +378,43 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         cs_send(cs, i, &m);
     }
     if (cs->state != CS_DONE)
-        cs->hb_timer = loop_timer_after_ms(loop, (int64_t)(o->heartbeat * 1000), s_hb_tick, cs);
+        cs->hb_timer = loop_timer_after_ms(loop, s_tick_ms(o), s_hb_tick, cs);
     return 0;
 }
 
 static int s_rdzv_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
+    if (id != cs->rdzv_timer)
+        return 0;
     cs->rdzv_timer = 0;
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING)
         cw_rendezvous_timeout(cs);
     return 0;
+}
+
+void cs_rendezvous_deadline(coord_server_t *cs, double seconds)
+{
+    if (cs->rdzv_timer > 0)
+        loop_timer_cancel(cs->loop, cs->rdzv_timer);
+    cs->rdzv_timer = seconds > 0 ? loop_timer_after_ms(cs->loop, (int64_t)(seconds * 1000), s_rdzv_tick, cs) : 0;
+}
+
+static int s_last_call_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    if (id == cs->last_call_timer) {
+        cs->last_call_timer = 0;
+        cw_last_call(cs);
+    }
+    return 0;
+}
+
+void cs_last_call(coord_server_t *cs, int ms)
+{
+    if (cs->last_call_timer > 0)
+        loop_timer_cancel(cs->loop, cs->last_call_timer);
+    cs->last_call_timer = ms >= 0 ? loop_timer_after_ms(cs->loop, ms, s_last_call_tick, cs) : 0;
 }
 
 /* ---- life cycle ------------------------------------------------------------------------------------ */
@@ -401,6 +440,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->restarts_left = job->opt.max_restarts;
+    cs->wait_for_more = 1;
     cs->coord = coord_new(cs->job_id, (coord_send_fn)cs_send, cs);
     if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
         if (!cs->coord) {
@@ -429,8 +469,8 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }
-    cs->hb_timer = loop_timer_after_ms(loop, (int64_t)(job->opt.heartbeat * 1000), s_hb_tick, cs);
-    cs->rdzv_timer = loop_timer_after_ms(loop, (int64_t)(job->opt.rdzv_timeout * 1000), s_rdzv_tick, cs);
+    cs->hb_timer = loop_timer_after_ms(loop, s_tick_ms(&job->opt), s_hb_tick, cs);
+    cs_rendezvous_deadline(cs, job->opt.rdzv_timeout);
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
              tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
     return cs;
@@ -456,6 +496,8 @@ void coord_server_destroy(coord_server_t **pcs)
         loop_timer_cancel(cs->loop, cs->hb_timer);
     if (cs->rdzv_timer > 0)
         loop_timer_cancel(cs->loop, cs->rdzv_timer);
+    if (cs->last_call_timer > 0)
+        loop_timer_cancel(cs->loop, cs->last_call_timer);
     if (cs->mail_timer > 0)
         loop_timer_cancel(cs->loop, cs->mail_timer);
     while (cs->mail_head) {

@@ -1,19 +1,17 @@
-/* coord_world: the coordinator's job logic: membership (JOIN), deterministic node ranks and the world of a
- * generation (ASSIGN), failures and lost nodes (STOP, restart or end), and the end of the job (BYE). */
+/* coord_world: the coordinator's membership logic: JOIN, who is expected back after a restart, elastic
+ * growth and last calls, deterministic node ranks and the world of a generation (ASSIGN). */
 #include "coord_priv.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
-#include <time.h>
 
 #include "log.h"
 
 static const char *s_state_names[] = { "rendezvous", "running", "restarting", "ending", "done" };
 
-static void s_set_state(coord_server_t *cs, enum cs_state st)
+void cw_set_state(coord_server_t *cs, enum cs_state st)
 {
     if (cs->state != st)
         log_debug("coordinator: %s -> %s", s_state_names[cs->state], s_state_names[st]);
@@ -30,7 +28,7 @@ static void s_refuse(coord_server_t *cs, int peer, int code, const char *text)
     cs_send(cs, peer, &m);
 }
 
-static int s_members(coord_server_t *cs, uint32_t gen)
+int cw_members(coord_server_t *cs, uint32_t gen)
 {
     int n = 0;
     for (int i = 0; i < cs->npeers; i++)
@@ -38,56 +36,51 @@ static int s_members(coord_server_t *cs, uint32_t gen)
     return n;
 }
 
-/* Sends m to every member of the current generation. */
-static void s_broadcast(coord_server_t *cs, const wire_msg_t *m)
+/* Members, whatever generation they last joined for (after a restart some are still on their way back). */
+static int s_live(coord_server_t *cs)
+{
+    int n = 0;
+    for (int i = 0; i < cs->npeers; i++)
+        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER;
+    return n;
+}
+
+void cw_broadcast(coord_server_t *cs, const wire_msg_t *m)
 {
     for (int i = 0; i < cs->npeers; i++)
         if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
             cs_send(cs, i, m);
 }
 
-void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
-{
-    Plaunch__Stop st = PLAUNCH__STOP__INIT;
-    wire_msg_t m;
-    st.reason = reason;
-    st.signal = (uint32_t)sig;
-    st.grace_s = (uint32_t)cs->job->opt.grace;
-    st.text = (char *)text;
-    wire_init(&m, cs->job_id, cs->generation, WIRE_STOP, &st);
-    if (cs->state == CS_RENDEZVOUS || cs->state == CS_RUNNING)
-        s_set_state(cs, reason == PLAUNCH__STOP__REASON__RESTART ? CS_RESTARTING : CS_ENDING);
-    s_broadcast(cs, &m);
-}
+static void s_assign(coord_server_t *cs);
 
-/* The job is over for everyone: tell each member its exit status. */
-static void s_finish(coord_server_t *cs)
+/* After a JOIN or a loss: is the world of this generation complete? Every live member must be back; then the
+ * job starts at MAX nodes at once, or, elastic and at least MIN, after a last call for stragglers (first
+ * rendezvous only: after a restart the survivors go on without waiting). */
+void cw_check_ready(coord_server_t *cs)
 {
-    Plaunch__Bye bye = PLAUNCH__BYE__INIT;
-    wire_msg_t m;
-    int status = cs->status_set ? cs->job_status : 0;
-    if (!cs->status_set)
-        for (int i = 0; i < cs->npeers; i++)
-            if (cs->peers[i].used && cs->peers[i].byed && cs->peers[i].bye_status && !status)
-                status = cs->peers[i].bye_status;
-    if (status != 0)
-        log_block(cs->failure[0] ? cs->failure : "plaunch: the job failed\n", 1);
-    log_info("job %s over: exit status %d", cs->job_id, status);
-    bye.exit_status = (uint32_t)status;
-    wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);
-    s_set_state(cs, CS_DONE);
-    s_broadcast(cs, &m);
-}
-
-/* Ends the job when every member has reported that its workers are gone. */
-static void s_maybe_finish(coord_server_t *cs)
-{
-    if (cs->state == CS_DONE || cs->state == CS_RESTARTING || cs->state == CS_RENDEZVOUS)
+    const struct opts *o = &cs->job->opt;
+    if (cs->state != CS_RENDEZVOUS && cs->state != CS_RESTARTING)
         return;
-    for (int i = 0; i < cs->npeers; i++)
-        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && !cs->peers[i].byed)
-            return;
-    s_finish(cs);
+    int joined = cw_members(cs, cs->generation);
+    if (joined == 0 || joined < s_live(cs))
+        return;
+    if (joined >= o->nnodes || (joined >= o->nnodes_min && !cs->wait_for_more)) {
+        s_assign(cs);
+    } else if (joined >= o->nnodes_min && cs->last_call_timer <= 0) {
+        log_info("%d of %d-%d nodes here: starting in %d ms unless more join", joined, o->nnodes_min, o->nnodes,
+                 CS_LAST_CALL_MS);
+        cs_last_call(cs, CS_LAST_CALL_MS);
+    }
+}
+
+void cw_last_call(coord_server_t *cs)
+{
+    const struct opts *o = &cs->job->opt;
+    int joined = cw_members(cs, cs->generation);
+    if ((cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) && joined >= o->nnodes_min &&
+        joined == s_live(cs))
+        s_assign(cs);
 }
 
 /* Orders members for rank assignment: requested ranks first, the rest by address, host name, pid. */
@@ -103,7 +96,9 @@ static int s_cmp_peer(const void *a, const void *b, void *arg)
 
 static void s_assign(coord_server_t *cs)
 {
-    int n = cs->job->opt.nnodes, idx[WIRE_MAX_NODES], nidx = 0;
+    int n = cw_members(cs, cs->generation), idx[WIRE_MAX_NODES], nidx = 0;
+    cs_rendezvous_deadline(cs, 0);
+    cs_last_call(cs, -1);
     struct peer *by_rank[WIRE_MAX_NODES] = { 0 };
     for (int i = 0; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
@@ -174,7 +169,7 @@ static void s_assign(coord_server_t *cs)
         first += p->nproc;
     }
     free(ports);
-    s_set_state(cs, CS_RUNNING);
+    cw_set_state(cs, CS_RUNNING);
 }
 
 /* A node that was a member comes back on a new session (its link broke): the job goes on. */
@@ -213,33 +208,36 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     const Plaunch__Join *j = m->join;
+    const struct opts *o = &cs->job->opt;
     char text[1024];
+    int grow = 0;
     if (s_rejoin(cs, peer, m))
         return;
-    if (p->st == PS_MEMBER && cs->state == CS_RESTARTING) {
-        /* a member coming back for the next generation, with fresh ports */
-    } else if (cs->state != CS_RENDEZVOUS) {
-        snprintf(text, sizeof text, "job %s already runs with %d nodes; start a new job or raise --nnodes",
-                 cs->job_id, cs->job->opt.nnodes);
+    if (p->st == PS_MEMBER) {
+        if (cs->state != CS_RESTARTING && cs->state != CS_RENDEZVOUS)
+            return; /* nothing to do: this member is already in the running generation */
+    } else if (cs->state == CS_ENDING || cs->state == CS_DONE) {
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN, "the job is ending");
+        return;
+    } else if (s_live(cs) >= o->nnodes || (cs->state == CS_RUNNING && o->nnodes_min == o->nnodes)) {
+        snprintf(text, sizeof text, "job %s already has its %d node%s; start a new job or raise --nnodes", cs->job_id,
+                 o->nnodes, o->nnodes == 1 ? "" : "s");
         log_warn("refused %s (%s): %s", j->hostname, p->from, text);
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__FULL, text);
         return;
-    } else if (s_members(cs, cs->generation) >= cs->job->opt.nnodes) {
-        snprintf(text, sizeof text, "all %d places of job %s are taken", cs->job->opt.nnodes, cs->job_id);
-        log_warn("refused %s (%s): %s", j->hostname, p->from, text);
-        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__FULL, text);
-        return;
+    } else if (cs->state == CS_RUNNING) {
+        grow = 1; /* elastic and below MAX: the newcomer joins the next generation */
     }
-    if (j->requested_node_rank >= cs->job->opt.nnodes) {
-        snprintf(text, sizeof text, "--node-rank %d is outside 0..%d", j->requested_node_rank, cs->job->opt.nnodes - 1);
+    if (j->requested_node_rank >= o->nnodes) {
+        snprintf(text, sizeof text, "--node-rank %d is outside 0..%d", j->requested_node_rank, o->nnodes - 1);
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, text);
         return;
     }
     for (int i = 0; i < cs->npeers && j->requested_node_rank >= 0; i++) {
-        struct peer *o = &cs->peers[i];
-        if (i != peer && o->used && o->st == PS_MEMBER && o->req_rank == j->requested_node_rank) {
-            snprintf(text, sizeof text, "node rank %d is already taken by %s (%s)", j->requested_node_rank, o->host,
-                     o->addr);
+        struct peer *q = &cs->peers[i];
+        if (i != peer && q->used && q->st == PS_MEMBER && q->req_rank == j->requested_node_rank) {
+            snprintf(text, sizeof text, "node rank %d is already taken by %s (%s)", j->requested_node_rank, q->host,
+                     q->addr);
             log_warn("refused %s (%s): %s", j->hostname, p->from, text);
             s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__RANK_TAKEN, text);
             return;
@@ -258,75 +256,16 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     p->master_port = j->master_port;
     p->req_rank = j->requested_node_rank;
     p->st = PS_MEMBER;
-    p->joined_gen = (int)cs->generation;
+    p->joined_gen = (int)cs->generation + grow;
     p->byed = 0;
-    int have = s_members(cs, cs->generation);
-    log_info("node %s (%s, %u worker%s) joined: %d of %d", p->host, p->addr, p->nproc, p->nproc == 1 ? "" : "s",
-             have, cs->job->opt.nnodes);
-    if (have == cs->job->opt.nnodes)
-        s_assign(cs);
-}
-
-static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
-{
-    struct peer *p = &cs->peers[peer];
-    char how[96], when[40], tail[1400] = "";
-    if (x->signal)
-        snprintf(how, sizeof how, "killed by signal %u (SIG%s)", x->signal, sigabbrev_np((int)x->signal));
-    else
-        snprintf(how, sizeof how, "exit code %u", x->exit_code);
-    time_t t = (time_t)(x->exit_time_unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    size_t o = 0;
-    for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
-        o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
-    char logpath[PATH_MAX + 64];
-    if (p->local)
-        snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
-    else
-        snprintf(logpath, sizeof logpath, "workerlog.%u in the --log-dir of %s", x->global_rank, p->host);
-    snprintf(cs->failure, sizeof cs->failure,
-             "plaunch: ===== job %s failed: root cause =====\n"
-             "  first failure : rank %u (local rank %u) on node %d, %s (%s), generation %u\n"
-             "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
-             "  log           : %s\n"
-             "  last lines of its log:\n%s",
-             cs->job_id, x->global_rank, x->local_rank, p->node_rank, p->host, p->addr, cs->generation, x->pid, how,
-             when, (double)x->runtime_ms / 1000, logpath, tail[0] ? tail : "    (empty)\n");
-    cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
-    cs->status_set = 1;
-}
-
-static void s_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
-{
-    const Plaunch__WorkerExit *x = m->worker_exit;
-    struct peer *p = &cs->peers[peer];
-    if (x->exit_code == 0 && x->signal == 0)
-        return;
-    if (cs->state != CS_RUNNING || m->generation != cs->generation) {
-        log_info("rank %u on node %d (%s) ended by the stop: %s %u", x->global_rank, p->node_rank, p->host,
-                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
-        return; /* an effect of the stop already under way */
-    }
-    if (cs->job->multi)
-        log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
-                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
-    int restartable = !(x->signal == 0 && (x->exit_code == 126 || x->exit_code == 127));
-    if (cs->restarts_left > 0 && restartable) {
-        cs->restarts_left--;
-        log_warn("restarting the job on every node: generation %u (restart %u of %d)", cs->generation + 1,
-                 cs->generation + 1, cs->job->opt.max_restarts);
-        cs->generation++; /* first: members come back for the new generation */
-        cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, "a worker failed: restarting the job");
+    log_info("node %s (%s, %u worker%s) joined for generation %d: %d of %d", p->host, p->addr, p->nproc,
+             p->nproc == 1 ? "" : "s", p->joined_gen, cw_members(cs, (uint32_t)p->joined_gen), o->nnodes);
+    if (grow) {
+        snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, s_live(cs));
+        cw_restart(cs, text);
         return;
     }
-    s_record_failure(cs, peer, x);
-    if (cs->job->opt.max_restarts > 0 && restartable)
-        log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
-                  cs->job->opt.max_restarts == 1 ? "" : "s");
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
+    cw_check_ready(cs);
 }
 
 void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
@@ -351,7 +290,7 @@ void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
     case WIRE_HEARTBEAT:
         break;
     case WIRE_WORKER_EXIT:
-        s_on_worker_exit(cs, peer, m);
+        cw_on_worker_exit(cs, peer, m);
         break;
     case WIRE_BYE:
         p->byed = 1;
@@ -361,7 +300,7 @@ void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
             cs->job_status = p->bye_status;
             cs->status_set = 1;
         }
-        s_maybe_finish(cs);
+        cw_maybe_finish(cs);
         break;
     case WIRE_NCCL_ID_PUT:
     case WIRE_NCCL_ID_GET:
@@ -376,42 +315,3 @@ void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
     }
 }
 
-void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
-{
-    struct peer *p = &cs->peers[peer];
-    int member = p->st == PS_MEMBER;
-    if (!member) {
-        cs_drop_peer(cs, peer, why);
-        return;
-    }
-    log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
-    if (cs->state == CS_RENDEZVOUS) {
-        cs_drop_peer(cs, peer, NULL);
-        return;
-    }
-    if (!cs->status_set) {
-        snprintf(cs->failure, sizeof cs->failure,
-                 "plaunch: ===== job %s failed: root cause =====\n"
-                 "  node %d (%s, %s) was lost in generation %u: %s\n",
-                 cs->job_id, p->node_rank, p->host, p->addr, cs->generation, why);
-        cs->job_status = 125;
-        cs->status_set = 1;
-    }
-    cs_drop_peer(cs, peer, NULL);
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__NODE_LOST, 0, "a node was lost: the job ends");
-    s_maybe_finish(cs);
-}
-
-void cw_rendezvous_timeout(coord_server_t *cs)
-{
-    int have = s_members(cs, cs->generation);
-    char text[256];
-    snprintf(text, sizeof text, "only %d of %d nodes joined within --rdzv-timeout %g s", have, cs->job->opt.nnodes,
-             cs->job->opt.rdzv_timeout);
-    log_error("%s; check that every node runs plaunch with --master pointing here and the same credentials", text);
-    snprintf(cs->failure, sizeof cs->failure, "plaunch: job %s failed: %s\n", cs->job_id, text);
-    cs->job_status = 125;
-    cs->status_set = 1;
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
-    s_finish(cs);
-}

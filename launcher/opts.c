@@ -160,12 +160,29 @@ static int s_set_quiet(struct opts *o, const char *val, const char *origin, char
 
 static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    long v;
-    if (s_int(val, 1, 4096, &v, origin, "the number of nodes", err, errlen) < 0)
+    long lo, hi;
+    const char *colon = strchr(val, ':');
+    char first[32];
+    if (colon) {
+        snprintf(first, sizeof first, "%.*s", (int)(colon - val) < 31 ? (int)(colon - val) : 31, val);
+        if (s_int(first, 1, 4096, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
+            s_int(colon + 1, 1, 4096, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
+            return -1;
+        if (lo > hi) {
+            snprintf(err, errlen, "%s '%s': MIN is larger than MAX; expected e.g. 2:4", origin, val);
+            return -1;
+        }
+    } else if (s_int(val, 1, 4096, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
         return -1;
-    o->nnodes = (int)v;
+    } else {
+        hi = lo;
+    }
+    o->nnodes_min = (int)lo;
+    o->nnodes = (int)hi;
     return 0;
 }
+
+static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 
 static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
@@ -215,6 +232,11 @@ static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, 
 static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return s_seconds(val, 0.02, 86400, &o->heartbeat_timeout, origin, err, errlen);
+}
+
+static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0, 86400, &o->elastic_timeout, origin, err, errlen);
 }
 
 static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -272,7 +294,11 @@ static const struct optdef s_defs[] = {
     { "host", NULL, NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
-    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N", "Number of nodes of the job (default: 1)." },
+    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N|MIN:MAX",
+      "Number of nodes (default: 1). MIN:MAX is elastic: the job goes on with at least MIN nodes after losing "
+      "some, and grows (a restart) when nodes join, up to MAX." },
+    { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
+      "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60)." },
     { "master", "rdzv-endpoint", "master-addr", 1, s_set_master, "HOST:PORT",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1." },
     { "node-rank", "node_rank", NULL, 1, s_set_node_rank, "R",
@@ -286,9 +312,9 @@ static const struct optdef s_defs[] = {
     { "token-file", NULL, NULL, 1, s_set_token_file, "FILE", "File (mode 0600) holding the token." },
     { "insecure", NULL, NULL, 0, s_set_insecure, NULL,
       "Plaintext control plane: anyone who reaches the port can join the job. Testing only." },
-    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 1)." },
+    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5)." },
     { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
-      "A peer silent this long is lost: its node is dropped, or the agent stops (default: 3)." },
+      "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5)." },
 };
 #define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
 
@@ -460,10 +486,12 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     snprintf(o->origin_tee, sizeof o->origin_tee, "the default --tee");
     o->grace = 10;
     o->nnodes = 1;
+    o->nnodes_min = 1;
+    o->elastic_timeout = 60;
     o->node_rank = -1;
     o->rdzv_timeout = 600;
-    o->heartbeat = 1;
-    o->heartbeat_timeout = 3;
+    o->heartbeat = 0.5;
+    o->heartbeat_timeout = 2.5;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -545,6 +573,11 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     if (o->nnodes > 1 && !o->master[0]) {
         snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT: the coordinator's address, the same on every "
                  "node", o->nnodes);
+        return -1;
+    }
+    if (o->node_rank >= 0 && o->nnodes_min < o->nnodes) {
+        snprintf(err, errlen, "--node-rank cannot be combined with an elastic --nnodes %d:%d: ranks follow the nodes "
+                 "present", o->nnodes_min, o->nnodes);
         return -1;
     }
     if (o->node_rank >= o->nnodes) {

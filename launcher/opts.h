@@ -20,7 +20,9 @@ struct opts {
     char host[256];            /* address advertised to workers (MASTER_ADDR on one node) */
     int quiet;
     /* multi-node */
-    int nnodes;                /* 1 = this node alone */
+    int nnodes;                /* 1 = this node alone; with nnodes_min < nnodes: the most nodes (elastic) */
+    int nnodes_min;            /* the fewest nodes the job runs on (= nnodes unless --nnodes MIN:MAX) */
+    double elastic_timeout;    /* seconds to wait for enough nodes after losing some */
     char master[300];          /* HOST:PORT of the coordinator; "" on one node */
     int node_rank;             /* -1 = assigned by the coordinator */
     double rdzv_timeout;       /* seconds to wait for every node */

@@ -1,0 +1,200 @@
+/* coord_end: how a multi-node job's generations end: worker failures (restart or end), lost nodes, stop
+ * signals, rendezvous deadlines, and the end of the job for everyone (root-cause summary, BYE). */
+#include "coord_priv.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
+{
+    Plaunch__Stop st = PLAUNCH__STOP__INIT;
+    wire_msg_t m;
+    st.reason = reason;
+    st.signal = (uint32_t)sig;
+    st.grace_s = (uint32_t)cs->job->opt.grace;
+    st.text = (char *)text;
+    wire_init(&m, cs->job_id, cs->generation, WIRE_STOP, &st);
+    if (reason != PLAUNCH__STOP__REASON__RESTART && cs->state != CS_DONE) {
+        cw_set_state(cs, CS_ENDING);
+        cs_rendezvous_deadline(cs, 0);
+        cs_last_call(cs, -1);
+    }
+    cw_broadcast(cs, &m);
+}
+
+void cw_restart(coord_server_t *cs, const char *why)
+{
+    const struct opts *o = &cs->job->opt;
+    cs->generation++; /* first: members come back for the new generation */
+    cw_set_state(cs, CS_RESTARTING);
+    cs->wait_for_more = 0;
+    cs_last_call(cs, -1);
+    cs_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
+    log_warn("restarting the job on every node: generation %u (%s)", cs->generation, why);
+    cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
+    cw_check_ready(cs);
+}
+
+/* The job is over for everyone: the root cause (printed here, written to every node's plaunch.log) and each
+ * member's exit status. */
+static void s_finish(coord_server_t *cs)
+{
+    Plaunch__Bye bye = PLAUNCH__BYE__INIT;
+    wire_msg_t m;
+    int status = cs->status_set ? cs->job_status : 0;
+    if (!cs->status_set)
+        for (int i = 0; i < cs->npeers; i++)
+            if (cs->peers[i].used && cs->peers[i].byed && cs->peers[i].bye_status && !status)
+                status = cs->peers[i].bye_status;
+    if (status != 0) {
+        char tail[64];
+        snprintf(tail, sizeof tail, "plaunch: every node exits with %d\n", status);
+        if (!cs->failure[0])
+            snprintf(cs->failure, sizeof cs->failure, "plaunch: the job failed\n");
+        strncat(cs->failure, tail, sizeof cs->failure - strlen(cs->failure) - 1);
+        Plaunch__Report r = PLAUNCH__REPORT__INIT;
+        r.kind = "summary";
+        r.json.data = (uint8_t *)cs->failure;
+        r.json.len = strlen(cs->failure);
+        wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+        for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
+            if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
+                cs_send(cs, i, &m);
+        log_block(cs->failure, 1);
+    }
+    log_info("job %s over: exit status %d", cs->job_id, status);
+    bye.exit_status = (uint32_t)status;
+    wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);
+    cw_set_state(cs, CS_DONE);
+    cw_broadcast(cs, &m);
+}
+
+void cw_maybe_finish(coord_server_t *cs)
+{
+    if (cs->state != CS_ENDING && cs->state != CS_RUNNING)
+        return;
+    for (int i = 0; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && !cs->peers[i].byed)
+            return;
+    s_finish(cs);
+}
+
+static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
+{
+    struct peer *p = &cs->peers[peer];
+    char how[96], when[40], tail[1400] = "";
+    if (x->signal)
+        snprintf(how, sizeof how, "killed by signal %u (SIG%s)", x->signal, sigabbrev_np((int)x->signal));
+    else
+        snprintf(how, sizeof how, "exit code %u", x->exit_code);
+    time_t t = (time_t)(x->exit_time_unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    size_t o = 0;
+    for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
+        o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
+    char logpath[PATH_MAX + 64];
+    if (p->local)
+        snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
+    else
+        snprintf(logpath, sizeof logpath, "workerlog.%u in the --log-dir of %s", x->global_rank, p->host);
+    snprintf(cs->failure, sizeof cs->failure,
+             "plaunch: ===== job %s failed: root cause =====\n"
+             "  first failure : rank %u (local rank %u) on node %d, %s (%s), generation %u\n"
+             "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
+             "  log           : %s\n"
+             "  last lines of its log:\n%s",
+             cs->job_id, x->global_rank, x->local_rank, p->node_rank, p->host, p->addr, cs->generation, x->pid, how,
+             when, (double)x->runtime_ms / 1000, logpath, tail[0] ? tail : "    (empty)\n");
+    cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
+    cs->status_set = 1;
+}
+
+void cw_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    const Plaunch__WorkerExit *x = m->worker_exit;
+    struct peer *p = &cs->peers[peer];
+    if (x->exit_code == 0 && x->signal == 0)
+        return;
+    if (cs->state != CS_RUNNING || m->generation != cs->generation) {
+        log_info("rank %u on node %d (%s) ended by the stop: %s %u", x->global_rank, p->node_rank, p->host,
+                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
+        return; /* an effect of the stop already under way */
+    }
+    if (cs->job->multi)
+        log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
+                 x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
+    int restartable = !(x->signal == 0 && (x->exit_code == 126 || x->exit_code == 127));
+    if (cs->restarts_left > 0 && restartable) {
+        char why[160];
+        cs->restarts_left--;
+        snprintf(why, sizeof why, "rank %u failed: restart %d of %d", x->global_rank,
+                 cs->job->opt.max_restarts - cs->restarts_left, cs->job->opt.max_restarts);
+        cw_restart(cs, why);
+        return;
+    }
+    s_record_failure(cs, peer, x);
+    if (cs->job->opt.max_restarts > 0 && restartable)
+        log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
+                  cs->job->opt.max_restarts == 1 ? "" : "s");
+    cw_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
+}
+
+void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
+{
+    struct peer *p = &cs->peers[peer];
+    const struct opts *o = &cs->job->opt;
+    if (p->st != PS_MEMBER) {
+        cs_drop_peer(cs, peer, why);
+        return;
+    }
+    log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
+    int was_running = cs->state == CS_RUNNING;
+    char text[512];
+    snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
+             cs->generation, why);
+    cs_drop_peer(cs, peer, NULL);
+    if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) {
+        cw_check_ready(cs);
+        return;
+    }
+    if (was_running && o->nnodes_min < o->nnodes) {
+        cw_restart(cs, text); /* elastic: on the survivors (and whoever joins) */
+        return;
+    }
+    if (!cs->status_set) {
+        snprintf(cs->failure, sizeof cs->failure,
+                 "plaunch: ===== job %s failed: root cause =====\n  %s\n", cs->job_id, text);
+        cs->job_status = 125;
+        cs->status_set = 1;
+    }
+    if (was_running)
+        cw_stop_all(cs, PLAUNCH__STOP__REASON__NODE_LOST, 0, "a node was lost: the job ends");
+    cw_maybe_finish(cs);
+}
+
+void cw_rendezvous_timeout(coord_server_t *cs)
+{
+    const struct opts *o = &cs->job->opt;
+    int have = cw_members(cs, cs->generation), elastic = o->nnodes_min < o->nnodes;
+    char text[256];
+    if (cs->state == CS_RESTARTING && elastic)
+        snprintf(text, sizeof text, "only %d of at least %d nodes came back within --elastic-timeout %g s", have,
+                 o->nnodes_min, o->elastic_timeout);
+    else
+        snprintf(text, sizeof text, "only %d of %d nodes joined within --rdzv-timeout %g s", have,
+                 elastic ? o->nnodes_min : o->nnodes, o->rdzv_timeout);
+    log_error("%s; check that every node runs plaunch with --master pointing here and the same credentials", text);
+    snprintf(cs->failure, sizeof cs->failure, "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
+    cs->job_status = 125;
+    cs->status_set = 1;
+    cw_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
+    s_finish(cs);
+}
