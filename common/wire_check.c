@@ -326,9 +326,8 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     if (a->first_rank != before)
         return wire_fail(err, errlen, "assign.first_rank: %" PRIu32 ", but the nodes before node %" PRIu32
                          " run %" PRIu64 " workers", a->first_rank, a->node_rank, before);
-    if (a->restart_count > a->max_restarts)
-        return wire_fail(err, errlen, "assign.restart_count: %" PRIu32 ", more than assign.max_restarts %" PRIu32,
-                         a->restart_count, a->max_restarts);
+    /* restart_count is the generation: membership changes of an elastic job restart it without spending the
+     * budget, so it may pass max_restarts. */
     if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
         return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
                          a->heartbeat_timeout_ms, a->heartbeat_interval_ms);

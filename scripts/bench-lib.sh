@@ -9,14 +9,23 @@ BENCH_T0=""    # $EPOCHREALTIME just before / after the last bench_run
 BENCH_T1=""
 
 # bench_setup: cd to the repo root, install the bench packages, build plaunch when missing, create $BENCH_TMP.
+# BENCH_PLAUNCH=FILE benchmarks that binary instead of build/bin/plaunch (e.g. an older build, for a comparison).
 bench_setup() {
     export LC_ALL=C                       # '.' as decimal point in $EPOCHREALTIME and printf
+    local bin=${BENCH_PLAUNCH:-} v
+    [ -z "$bin" ] || bin=$(realpath -- "$bin")
     cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
     REPO=$PWD
     scripts/deps.sh --bench
-    [ -x build/bin/plaunch ] || make -s
+    if [ -z "$bin" ]; then
+        bin=$REPO/build/bin/plaunch
+        [ -x "$bin" ] || make -s
+    fi
+    if [ ! -x "$bin" ]; then
+        echo "bench: $bin is not an executable" >&2
+        exit 2
+    fi
     # Options must come from the command lines below only, not from the caller's environment.
-    local v
     for v in $(compgen -v PLAUNCH_) TORCHELASTIC_RESTART_COUNT; do unset "$v"; done
     set -m                                # each background run gets its own process group
     trap bench_cleanup EXIT
@@ -27,10 +36,11 @@ bench_setup() {
     BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/plaunch-bench.XXXXXX")
     export TMPDIR=$BENCH_TMP              # torchrun and Open MPI scratch files go away with it
     # Benchmark a snapshot, so that a rebuild during the run cannot mix two binaries into one table.
-    cp build/bin/plaunch "$BENCH_TMP/plaunch"
+    cp "$bin" "$BENCH_TMP/plaunch"
     PLAUNCH=$BENCH_TMP/plaunch
-    BENCH_PLAUNCH_DESC="$("$PLAUNCH" --version | awk '{ print $NF }'), git $(git describe --always --dirty 2>/dev/null || echo '?'),"
-    BENCH_PLAUNCH_DESC+=" build/bin/plaunch built $(date -r build/bin/plaunch '+%F %T %Z')"
+    BENCH_PLAUNCH_DESC="$("$PLAUNCH" --version | awk '{ print $NF }'), $bin built $(date -r "$bin" '+%F %T %Z')"
+    [ "$bin" != "$REPO/build/bin/plaunch" ] ||
+        BENCH_PLAUNCH_DESC+=", tree at git $(git describe --always --dirty 2>/dev/null || echo '?')"
 }
 
 # bench_cleanup: stop the run in flight (its whole process group), kill strays, remove $BENCH_TMP.

@@ -252,7 +252,6 @@ static const struct bad s_bad[] = {
     { "assign.endpoint_ports", SET_COUNT, 65537, NULL,
       "assign.endpoint_ports: 65537 entries, more than the bound of 65536" },
     { "assign.endpoint_ports", SET_ELEM, 0, NULL, "assign.endpoint_ports[0]: 0 outside 1..65535" },
-    { "assign.restart_count", SET_VALUE, 4, NULL, "assign.restart_count: 4, more than assign.max_restarts 3" },
     { "assign.max_restarts", SET_VALUE, 100001, NULL, "assign.max_restarts: 100001 outside 0..100000" },
     { "assign.heartbeat_interval_ms", SET_VALUE, 0, NULL, "assign.heartbeat_interval_ms: 0 outside 1..86400000" },
     { "assign.heartbeat_timeout_ms", SET_VALUE, 86400001, NULL,
