@@ -47,7 +47,7 @@ struct coord_server {
     tls_ctx_t *tls;
     coord_t *coord;
     struct peer *peers;         /* peers[0] is the local agent */
-    int npeers;
+    int npeers, cap;
     coord_local_fn local;
     void *local_arg;
     char job_id[WIRE_MAX_JOB_ID + 1];

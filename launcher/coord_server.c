@@ -33,10 +33,14 @@ static int s_new_peer(coord_server_t *cs, const unsigned char *rid, size_t len, 
     while (i < cs->npeers && cs->peers[i].used)
         i++;
     if (i == cs->npeers) {
-        struct peer *np = realloc(cs->peers, (size_t)(cs->npeers + 1) * sizeof *np);
-        if (!np)
-            return -1;
-        cs->peers = np;
+        if (cs->npeers == cs->cap) { /* geometric: a thousand agents must not mean a million copies */
+            int cap = cs->cap * 2;
+            struct peer *np = realloc(cs->peers, (size_t)cap * sizeof *np);
+            if (!np)
+                return -1;
+            cs->peers = np;
+            cs->cap = cap;
+        }
         cs->npeers++;
     }
     struct peer *p = &cs->peers[i];
@@ -436,6 +440,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     cs->local = local;
     cs->local_arg = local_arg;
     cs->npeers = 1;
+    cs->cap = 1;
     cs->peers[0] = (struct peer){ .used = 1, .local = 1, .node_rank = -1, .joined_gen = -1, .req_rank = -1 };
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "opts.h"
 #include "output.h"
 #include "sentinel.h"
+#include "spawn_worker.h"
 #include "supervise.h"
 
 extern char **environ;
@@ -52,6 +54,13 @@ static int s_run(int argc, char **argv)
     int rc = opts_load(&o, argc, argv, environ, err, sizeof err);
     if (rc != 0)
         return rc > 0 ? 0 : s_usage_error(err);
+    /* A coordinator holds one connection per node: take every descriptor the hard limit allows. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        spawn_set_worker_nofile(&rl);
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     /* Orphaned grandchildren come to us, so they are reaped and killed with their generation. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (supervise_block_signals(NULL) < 0) {

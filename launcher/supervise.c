@@ -17,7 +17,7 @@
 #include "net.h"
 #include "output.h"
 #include "sentinel.h"
-#include "spawn.h"
+#include "spawn_worker.h"
 #include "wenv.h"
 
 enum sup_state { ST_IDLE, ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };

@@ -1,8 +1,9 @@
-/* spawn: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
-#ifndef PLAUNCH_SPAWN_H
-#define PLAUNCH_SPAWN_H
+/* spawn_worker: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
+#ifndef PLAUNCH_SPAWN_WORKER_H
+#define PLAUNCH_SPAWN_WORKER_H
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 /* Starts argv[0] (searched in PATH of envp) with envp, stdin from /dev/null, stdout and stderr into one
@@ -11,6 +12,9 @@
  * gets SIGKILL when the launcher dies, and starts with the signal mask and dispositions reset.
  * Returns the pid, or -1 with errno (nothing left open). */
 pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *exec_fd);
+
+/* Workers get this RLIMIT_NOFILE (the one plaunch was started with, before it raised its own). */
+void spawn_set_worker_nofile(const struct rlimit *rl);
 
 /* Reads the exec errno recorded for a child that has exited: 0 when exec had worked. Closes *exec_fd. */
 int spawn_exec_errno(int *exec_fd);

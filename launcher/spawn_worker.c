@@ -1,5 +1,5 @@
-/* spawn: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
-#include "spawn.h"
+/* spawn_worker: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
+#include "spawn_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+static struct rlimit s_nofile; /* the limit plaunch was started with, restored in workers */
+static int s_nofile_set;
+
+void spawn_set_worker_nofile(const struct rlimit *rl)
+{
+    s_nofile = *rl;
+    s_nofile_set = 1;
+}
 
 /* Child side after fork: only async-signal-safe calls until exec. Never returns. */
 static void s_child(char *const argv[], char *const envp[], int out_w, int exec_w, pid_t parent)
@@ -23,6 +33,8 @@ static void s_child(char *const argv[], char *const envp[], int out_w, int exec_
         if (s != SIGKILL && s != SIGSTOP)
             signal(s, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    if (s_nofile_set)
+        setrlimit(RLIMIT_NOFILE, &s_nofile);
     int devnull = open(_PATH_DEVNULL, O_RDONLY);
     if (devnull >= 0 && devnull != 0) {
         dup2(devnull, 0);
