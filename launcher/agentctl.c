@@ -350,12 +350,28 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     if (ac->hosts_coord) {
         ac->cs = coord_server_new(ac->job, loop, ac->sv.zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
                                   s_local_msg, ac, err, sizeof err);
-        if (!ac->cs) {
+        if (!ac->cs && errno == EADDRINUSE && ac->job->multi && !ac->job->opt.insecure) {
+            /* another plaunch on this machine took the port between our check and our bind: join it */
+            int insecure = 0;
+            log_info("another plaunch here hosts the coordinator at %s: joining it", ac->endpoint);
+            tls_ctx_destroy(&ac->tls);
+            ac->tls = creds_tls(&ac->job->opt, ac->job->host_addr, ac->job->hostname, 0, "", &insecure, err,
+                                sizeof err);
+            ac->hosts_coord = 0;
+            if (!ac->tls) {
+                log_error("%s", err);
+                return -1;
+            }
+        } else if (!ac->cs && errno == EADDRINUSE && ac->job->multi) {
+            ac->hosts_coord = 0; /* plaintext: the same credentials (none) serve as a client */
+        } else if (!ac->cs) {
             log_error("%s", err);
             return -1;
+        } else {
+            coord_server_local_hello(ac->cs);
         }
-        coord_server_local_hello(ac->cs);
-    } else {
+    }
+    if (!ac->hosts_coord) {
         ac->link = link_new(ac->sv.zctx, loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
         if (!ac->link) {
             log_error("%s", err);

@@ -479,8 +479,10 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
              tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
     return cs;
-error:
+error:;
+    int e = errno;
     coord_server_destroy(&cs);
+    errno = e;
     return NULL;
 }
 

@@ -98,7 +98,7 @@ good_job() {
     is "$rc" 0 "$what: after the bad peers a good agent joins and its node exits 0"
     wait_pid "$coord_pid" 30
     is "$wrc" 0 "$what: the coordinator's node exits 0"
-    is "$(grep -acE 'joined: 2 of 2|job authjob over: exit status 0' "$COORD_LOG")" 2 "$what: the job ran on both nodes"
+    is "$(grep -acE 'joined for generation 0: 2 of 2|job authjob over: exit status 0' "$COORD_LOG")" 2 "$what: the job ran on both nodes"
 }
 
 # ---- token mode -------------------------------------------------------------------------------------------------
