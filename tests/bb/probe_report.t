@@ -199,6 +199,10 @@ if [ -x "$worker" ]; then
     RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 run "CUDA worker without a usable GPU fails" 1 "$worker" --out "$tmp/w.json" -e 1M
     grep -qE "host .* pid [0-9]+ rank 0: " "$tmp/err" && ok "CUDA worker's error names host, pid and rank" ||
         not_ok "CUDA worker's error lacks host/pid/rank" "$(cat "$tmp/err")"
+elif [ "$(basename "$PLAUNCH_BUILD")" = san ]; then
+    skip "sanitizer build: the CUDA worker is not built there (nvcc does not link the sanitizer runtimes)"
+    skip "worker not built"
+    skip "worker not built"
 elif command -v nvcc >/dev/null 2>&1; then
     not_ok "nvcc is here but $worker was not built"
     skip "worker not built"
