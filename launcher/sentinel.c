@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SENTINEL_MAX_GROUPS 65536
@@ -63,6 +64,22 @@ static void s_kill_marked(const char *marker)
     closedir(d);
 }
 
+/* The launcher died without cleaning up: remove its run directory too ("PLAUNCH_AGENT=ipc://DIR/agent"). */
+static void s_remove_run_dir(const char *marker)
+{
+    const char *p = strstr(marker, "ipc://");
+    char path[4200];
+    if (!p)
+        return;
+    snprintf(path, sizeof path, "%s", p + 6);
+    unlink(path);
+    char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        *slash = '\0';
+        rmdir(path);
+    }
+}
+
 static void s_run(int fd, const char *marker)
 {
     static pid_t groups[SENTINEL_MAX_GROUPS];
@@ -88,6 +105,7 @@ static void s_run(int fd, const char *marker)
         kill(-groups[i], SIGKILL);
     if (marker[0])
         s_kill_marked(marker);
+    s_remove_run_dir(marker);
     _exit(0);
 }
 
@@ -147,6 +165,11 @@ void sentinel_release(void)
     if (s_fd >= 0)
         close(s_fd);
     s_fd = -1;
+    /* It exits at once on EOF: reap it, or it lingers as a zombie of whatever init adopts it. */
+    if (s_pid > 0)
+        while (waitpid(s_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    s_pid = -1;
 }
 
 pid_t sentinel_pid(void)

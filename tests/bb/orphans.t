@@ -1,7 +1,7 @@
 #!/bin/bash
 # orphans.t: no worker or worker child outlives plaunch: SIGKILL of plaunch, normal exit, restarts.
 . "$(dirname "$0")/lib.sh"
-plan 6
+plan 7
 
 cat >forker.sh <<'W'
 #!/bin/bash
@@ -10,6 +10,7 @@ sleep 300 & echo $! >> "$OUTDIR/pids"
 setsid sleep 301 & echo $! >> "$OUTDIR/pids"
 bash -c 'sleep 302 & echo $! >> "$OUTDIR/pids"; wait' &
 echo $$ >> "$OUTDIR/pids"
+echo "$PLAUNCH_AGENT" > "$OUTDIR/agent"
 touch "$OUTDIR/ready.$RANK"
 [ "${EXIT_AT_ONCE:-0}" = 1 ] && exit 0
 wait
@@ -32,6 +33,8 @@ is "$(wc -l < pids)" 12 "12 processes recorded"
 kill -9 $job
 sleep 2
 is "$(survivors)" 0 "SIGKILL plaunch: no descendant alive 2 s later"
+rundir=$(sed 's|^ipc://||; s|/agent$||' agent)
+ok $([ -n "$rundir" ] && [ ! -e "$rundir" ]; echo $?) "... and its run directory ($rundir) is removed"
 
 rm -f pids ready.*
 EXIT_AT_ONCE=1 timeout 30 "$PLAUNCH" --nproc-per-node 2 --quiet ./forker.sh >/dev/null 2>&1
