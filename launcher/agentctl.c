@@ -47,6 +47,8 @@ struct agentctl {
     int stop_reason;           /* last STOP's reason; 0 none */
     int last_code;             /* this node's verdict for the generation */
     int heard;                 /* a HELLO came at least once */
+    int assigned;              /* an ASSIGN came at least once: from then on heartbeats decide, before it
+                                  --rdzv-timeout does (a coordinator forming a big world is late to answer) */
     uint64_t last_heard_ns, started_ns;
     uint64_t hb_seq, hb_sent_ns;
     int hb_timer;
@@ -195,6 +197,7 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
         }
         ac->st = AC_RUNNING;
         ac->stop_reason = 0;
+        ac->assigned = 1;
         sup_start(ac->sup);
         break;
     case WIRE_STOP:
@@ -304,13 +307,19 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     if (ac->st == AC_DONE)
         return 0;
     if (!ac->cs) {
-        if (!ac->heard && now - ac->started_ns > (uint64_t)(o->rdzv_timeout * 1e9)) {
+        if (!ac->assigned && ac->heard && now - ac->started_ns > (uint64_t)(o->rdzv_timeout * 1e9)) {
+            log_error("the coordinator at %s did not form the job within --rdzv-timeout %g s (not enough nodes "
+                      "joined?)", ac->endpoint, o->rdzv_timeout);
+            s_finish(ac, 125);
+            return 0;
+        }
+        if (!ac->assigned && now - ac->started_ns > (uint64_t)(o->rdzv_timeout * 1e9)) {
             log_error("no answer from the coordinator at %s within --rdzv-timeout %g s: is plaunch running there, "
                       "with the same credentials, and is the port reachable?", ac->endpoint, o->rdzv_timeout);
             s_finish(ac, 125);
             return 0;
         }
-        if (ac->heard && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9)) {
+        if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9)) {
             log_error("lost the coordinator at %s: no message for %.1f s (--heartbeat-timeout %g); stopping the "
                       "workers", ac->endpoint, (double)(now - ac->last_heard_ns) / 1e9, o->heartbeat_timeout);
             s_finish(ac, 125);

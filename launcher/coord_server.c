@@ -365,7 +365,9 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         struct peer *p = &cs->peers[i];
         if (!p->used || p->st == PS_HANDSHAKE)
             continue;
-        if (now - p->last_heard_ns > limit) {
+        /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
+         * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. */
+        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > limit) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);

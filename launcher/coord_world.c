@@ -165,6 +165,7 @@ static void s_assign(coord_server_t *cs)
                  p->req_rank >= 0 ? "" : " (rank assigned)");
         wire_init(&m, cs->job_id, cs->generation, WIRE_ASSIGN, &a);
         p->byed = 0;
+        p->last_heard_ns = loop_now_ns(); /* heartbeat deadlines count from the start of the generation */
         cs_send(cs, (int)(p - cs->peers), &m);
         first += p->nproc;
     }

@@ -11,6 +11,5 @@ else
     echo "run: no GPU on this machine: 4 CPU workers"
 fi
 export NCCL_NVLS_ENABLE=0
-prog="$B/bin/print_env"
-[ -x "$B/bin/nccl_id" ] && prog="$B/bin/nccl_id"
-exec "$B/bin/plaunch" "$@" --tee all --log-dir "${LOG_DIR:-log}" "$prog"
+# print_env prints each worker's rank/world environment and the NCCL id all ranks got through libplaunch.
+exec "$B/bin/plaunch" "$@" --tee all --log-dir "${LOG_DIR:-log}" "$B/bin/print_env"

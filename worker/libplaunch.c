@@ -212,7 +212,10 @@ int plaunch_nccl_id(plaunch_t *p, const char *key, unsigned char id[PLAUNCH_NCCL
         put.rank = 0;
         put.id.data = id;
         put.id.len = PLAUNCH_NCCL_ID_BYTES;
-        return s_send(p, WIRE_NCCL_ID_PUT, &put);
+        if (s_send(p, WIRE_NCCL_ID_PUT, &put) < 0)
+            return -1;
+        /* Then ask for it like every rank: the answer proves the coordinator holds it (a PUT alone could still
+         * sit in a socket when a short-lived rank 0 exits). */
     }
     Plaunch__NcclIdGet get = PLAUNCH__NCCL_ID_GET__INIT;
     get.key = (char *)key;
@@ -222,6 +225,8 @@ int plaunch_nccl_id(plaunch_t *p, const char *key, unsigned char id[PLAUNCH_NCCL
     wire_msg_t *m = s_wait(p, WIRE_NCCL_ID, key, p->timeout_ms);
     if (!m)
         return -1;
+    /* Every rank takes the coordinator's copy: if rank 0 asked twice for one key in a generation, the first id
+     * is the one the other ranks already use. */
     memcpy(id, m->nccl_id->id.data, PLAUNCH_NCCL_ID_BYTES);
     wire_free(&m);
     return 0;

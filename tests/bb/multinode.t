@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$PLAUNCH_SRC/scripts/netns.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-plan 16
+plan 19
 
 NS="pm$$"; NS=${NS:0:8}; NET=5; PORT=29411
 netns_down "$NS" 3 >/dev/null 2>&1
@@ -83,4 +83,21 @@ sleep 0.5
 left=0; for f in wpid.*; do alive "$(cat "$f")" && left=1; done
 is "$left" 0 "no worker survives on any node"
 like "$(cat log2/plaunch.log)" "lost the coordinator" "the agent's log says it lost the coordinator"
+
+# No credentials on the coordinator: it creates a token and prints the command for the other nodes.
+rm -f pid.*
+HOME=$T PLAUNCH_TOKEN= ip netns exec "${NS}1" "$PLAUNCH" --nnodes 2 --master "$MASTER" --log-dir "$T/log1" \
+    --nproc-per-node 1 true >"$T/out1" 2>"$T/err1" &
+echo $! > pid.1
+for _ in $(seq 1 100); do grep -q 'PLAUNCH_TOKEN=' err1 && break; sleep 0.05; done
+cmd=$(grep -m1 'PLAUNCH_TOKEN=' err1 | sed 's/^ *//')
+like "$cmd" "^PLAUNCH_TOKEN=[0-9a-f]{64} plaunch --nnodes 2 --master $MASTER .*true$" \
+    "a coordinator without credentials prints the exact command for the other nodes"
+tok=$(echo "$cmd" | sed 's/^PLAUNCH_TOKEN=\([0-9a-f]*\) .*/\1/')
+HOME=$T PLAUNCH_TOKEN=$tok ip netns exec "${NS}2" "$PLAUNCH" --nnodes 2 --master "$MASTER" --log-dir "$T/log2" \
+    --nproc-per-node 1 --quiet true >/dev/null 2>&1 &
+echo $! > pid.2
+wait_pid "$(cat pid.1)" 20; r1=$wrc; wait_pid "$(cat pid.2)" 20; r2=$wrc
+is "$r1 $r2" "0 0" "a node started with that token joins and the job runs"
+like "$(cat "$T/err1")" "created a token" "the coordinator says it created the token"
 done_testing

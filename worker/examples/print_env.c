@@ -1,7 +1,10 @@
-/* print_env: example worker that prints the rank/world environment plaunch gave it, one line per group. */
+/* print_env: example worker that prints the rank/world environment plaunch gave it and, through libplaunch,
+ * the NCCL unique id every rank shares (make run's default job; runs without a GPU). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "plaunch.h"
 
 static const char *s_get(const char *name)
 {
@@ -24,5 +27,17 @@ int main(void)
            s_get("PADDLE_TRAINER_ID"), s_get("PADDLE_CURRENT_ENDPOINT"), s_get("PADDLE_TRAINERS_NUM"));
     printf("  gpu   : CUDA_VISIBLE_DEVICES=%s FLAGS_selected_gpus=%s PLAUNCH_GPU=%s\n",
            s_get("CUDA_VISIBLE_DEVICES"), s_get("FLAGS_selected_gpus"), s_get("PLAUNCH_GPU"));
+    plaunch_t *p = plaunch_open();
+    unsigned char id[PLAUNCH_NCCL_ID_BYTES];
+    if (!p || plaunch_nccl_id(p, "demo", id) < 0) {
+        fprintf(stderr, "rank %s: no NCCL id: %s\n", s_get("RANK"), p ? plaunch_error(p) : "plaunch_open failed");
+        plaunch_close(&p);
+        return 1;
+    }
+    printf("  nccl  : unique id for 'demo' (rank 0 called ncclGetUniqueId): ");
+    for (int i = 0; i < 16; i++)
+        printf("%02x", id[i]);
+    printf("... (%d bytes, the same on every rank)\n", PLAUNCH_NCCL_ID_BYTES);
+    plaunch_close(&p);
     return 0;
 }
