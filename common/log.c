@@ -1,6 +1,8 @@
 /* log: the launcher's own event log (plaunch.log) and its messages to the terminal. */
 #include "log.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,21 +44,6 @@ void log_set_origin(const char *origin)
     snprintf(s_origin, sizeof s_origin, "%s", origin ? origin : "");
 }
 
-/* Writes all of buf; a log must not lose the tail of a message to a short write. */
-static void s_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-}
-
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
     int saved = errno;
@@ -78,7 +65,7 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
                          s_names[level], msg);
         if (n > (int)sizeof line - 1)
             n = (int)sizeof line - 1;
-        s_write_all(s_fd, line, (size_t)n);
+        util_write_all(s_fd, line, (size_t)n);
     }
     if (level >= s_stderr_level) {
         char line[2100];
@@ -86,7 +73,7 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
                          level == LOG_WARN ? "warning: " : level == LOG_ERROR ? "error: " : "", msg);
         if (n > (int)sizeof line - 1)
             n = (int)sizeof line - 1;
-        s_write_all(STDERR_FILENO, line, (size_t)n);
+        util_write_all(STDERR_FILENO, line, (size_t)n);
     }
     errno = saved;
 }
@@ -104,8 +91,8 @@ void log_block(const char *text, int to_stderr)
     int saved = errno;
     size_t len = strlen(text);
     if (s_fd >= 0)
-        s_write_all(s_fd, text, len);
+        util_write_all(s_fd, text, len);
     if (to_stderr)
-        s_write_all(STDERR_FILENO, text, len);
+        util_write_all(STDERR_FILENO, text, len);
     errno = saved;
 }

@@ -87,16 +87,23 @@ void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
 
 static int s_on_mail(loop_t *loop, int id, void *arg);
 
+/* Encodes m into a malloc'd buffer (caller frees); NULL after logging why. */
+static void *s_encode(const wire_msg_t *m, size_t *len)
+{
+    char err[256];
+    void *buf = wire_encode_alloc(m, len, err, sizeof err);
+    if (!buf)
+        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
+    return buf;
+}
+
 /* Queues m for the other side of this process (see struct local_mail). */
 static int s_post(coord_server_t *cs, int to_agent, const wire_msg_t *m)
 {
-    char err[256];
     size_t len;
-    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
-    if (!buf) {
-        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
+    void *buf = s_encode(m, &len);
+    if (!buf)
         return -1;
-    }
     struct local_mail *mail = malloc(sizeof *mail + len);
     if (!mail) {
         free(buf);
@@ -150,13 +157,10 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
         return -1;
     if (p->local)
         return s_post(cs, 1, m);
-    char err[256];
     size_t len;
-    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
-    if (!buf) {
-        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
+    void *buf = s_encode(m, &len);
+    if (!buf)
         return -1;
-    }
     int rc = 0;
     if (!cs->tls) {
         rc = zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||

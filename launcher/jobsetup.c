@@ -13,16 +13,8 @@
 
 #include "gpus.h"
 #include "idlist.h"
+#include "util.h"
 #include "wenv.h"
-
-static const char *s_env_get(char **envp, const char *name)
-{
-    size_t len = strlen(name);
-    for (char **e = envp; e && *e; e++)
-        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-            return *e + len + 1;
-    return NULL;
-}
 
 /* GPUs the NVIDIA driver exposes, counted without initialising CUDA; -1 when there is no driver. */
 static int s_driver_gpu_count(void)
@@ -62,7 +54,7 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
 {
     static char parent[GPUS_MAX][64];
     int ids[GPUS_MAX], all = 0, nparent = -1;
-    const char *cvd = s_env_get(envp, "CUDA_VISIBLE_DEVICES");
+    const char *cvd = util_env_get(envp, "CUDA_VISIBLE_DEVICES");
     char why[512];
     const char *spec = o->gpus[0] ? o->gpus : "all";
     const char *origin = o->gpus[0] ? o->origin_gpus : "the default (every GPU of this node)";
@@ -223,7 +215,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
         *exit_code = 2;
         return -1;
     }
-    const char *tmp = s_env_get(envp, "TMPDIR");
+    const char *tmp = util_env_get(envp, "TMPDIR");
     snprintf(job->run_dir, sizeof job->run_dir, "%s/plaunch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(job->run_dir)) {
         snprintf(err, errlen, "cannot create a run directory in %s: %s (set TMPDIR to a writable directory)",

@@ -11,6 +11,7 @@
 
 #include "gpus.h"
 #include "idlist.h"
+#include "util.h"
 
 typedef int (*opt_set_fn)(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 
@@ -452,15 +453,6 @@ static int s_load_config(struct opts *o, const char *path, char *err, size_t err
     return 0;
 }
 
-static const char *s_env_get(char **envp, const char *name)
-{
-    size_t len = strlen(name);
-    for (char **e = envp; e && *e; e++)
-        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-            return *e + len + 1;
-    return NULL;
-}
-
 /* PLAUNCH_<NAME> with dashes as underscores, upper case. */
 static void s_env_name(const struct optdef *d, char *buf, size_t cap)
 {
@@ -547,7 +539,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     o->prog_argv = argv + i;
 
     /* The config file is named on the command line or in the environment, then read first. */
-    const char *cfg = s_env_get(envp, "PLAUNCH_CONFIG");
+    const char *cfg = util_env_get(envp, "PLAUNCH_CONFIG");
     for (int k = 0; k < npairs; k++)
         if (pairs[k].def->set == s_set_config)
             cfg = pairs[k].val;
@@ -559,7 +551,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     for (int k = 0; k < NDEFS; k++) {
         char name[64], origin[80];
         s_env_name(&s_defs[k], name, sizeof name);
-        const char *v = s_env_get(envp, name);
+        const char *v = util_env_get(envp, name);
         if (!v || !*v || s_defs[k].set == s_set_config)
             continue;
         snprintf(origin, sizeof origin, "environment %s", name);

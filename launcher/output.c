@@ -12,23 +12,10 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 #define OUTPUT_CHUNK 65536
 #define OUTPUT_LINE_MAX 65536 /* a longer "line" is shown in pieces rather than held forever */
-
-static void s_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return; /* console gone (EPIPE) or disk full: the log file reports its own error once */
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-}
 
 int output_open_logs(struct job *job, char *err, size_t errlen)
 {
@@ -72,7 +59,7 @@ void output_marker(const struct job *job, struct worker *w)
                      "%04d-%02d-%02dT%02d:%02d:%02dZ ====\n",
                      job->job_id, job->generation, job->generation, job->opt.max_restarts, w->rank, (int)w->pid,
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    s_write_all(w->log_fd, line, (size_t)n);
+    util_write_all(w->log_fd, line, (size_t)n);
     w->gen_log_start = lseek(w->log_fd, 0, SEEK_END); /* the tail shows the worker's bytes, not this line */
 }
 
@@ -89,7 +76,7 @@ static void s_tee_line(const struct worker *w, const char *text, size_t len)
     memcpy(out, prefix, (size_t)plen);
     memcpy(out + plen, text, len);
     out[total - 1] = '\n';
-    s_write_all(STDOUT_FILENO, out, total);
+    util_write_all(STDOUT_FILENO, out, total);
     if (out != stackbuf)
         free(out);
 }
@@ -141,7 +128,7 @@ int output_pump(struct worker *w, size_t max_bytes)
         if (n == 0)
             return 1;
         if (w->log_fd >= 0)
-            s_write_all(w->log_fd, buf, (size_t)n);
+            util_write_all(w->log_fd, buf, (size_t)n);
         if (w->tee)
             s_tee_feed(w, buf, (size_t)n);
         moved += (size_t)n;

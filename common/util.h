@@ -1,0 +1,13 @@
+/* util: two small helpers every module needs the same way: whole writes to a descriptor, and a lookup in an
+ * envp array (the launcher reads the environment it was given, not the global one, so tests can pass their own). */
+#ifndef PLAUNCH_UTIL_H
+#define PLAUNCH_UTIL_H
+
+#include <stddef.h>
+
+/* Writes all of buf, retrying short writes and EINTR; 0, or -1 with errno (EPIPE, ENOSPC, ...). */
+int util_write_all(int fd, const void *buf, size_t len);
+/* The value of NAME in envp ("NAME=value"), or NULL. */
+const char *util_env_get(char **envp, const char *name);
+
+#endif
