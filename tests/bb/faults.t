@@ -2,6 +2,7 @@
 # faults.t: fault tolerance across nodes in network namespaces: job-wide restarts with a new NCCL id, node loss
 # (elastic and fixed), short and long link cuts, a lost coordinator, a node joining an elastic job, a spent budget.
 . "$(dirname "$0")/lib.sh"
+have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (its workers need ncclGetUniqueId)"; exit 0; }
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi

@@ -16,6 +16,8 @@ trap _bb_cleanup EXIT
 cd "$T" || exit 1
 
 plan() { echo "1..$1"; }
+# have_nccl: libnccl.so.2 can be loaded (ncclGetUniqueId needs no GPU, but it needs the library)
+have_nccl() { ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2' || [ -n "$(find ${LD_LIBRARY_PATH//:/ } -maxdepth 1 -name 'libnccl.so.2' 2>/dev/null)" ]; }
 ok() {
     _tap_n=$((_tap_n + 1))
     if [ "$1" = 0 ]; then echo "ok $_tap_n - $2"; else echo "not ok $_tap_n - $2"; _tap_failed=1; fi

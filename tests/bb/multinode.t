@@ -2,6 +2,7 @@
 # multinode.t: three nodes in network namespaces with different worker counts: contiguous ranks, one consistent
 # environment, identical NCCL ids across nodes; a lost coordinator takes every agent and worker down.
 . "$(dirname "$0")/lib.sh"
+have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (its workers need ncclGetUniqueId)"; exit 0; }
 . "$PLAUNCH_SRC/scripts/netns.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 plan 19
