@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +12,8 @@
 #include "idlist.h"
 #include "util.h"
 
-typedef int (*opt_set_fn)(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+#include "opts_priv.h"
 
-struct optdef {
-    const char *name;   /* long option; env PLAUNCH_<NAME>; config key (dashes or underscores) */
-    const char *alias1; /* other spellings people bring from torchrun / paddle */
-    const char *alias2;
-    int has_arg;
-    opt_set_fn set;
-    const char *metavar;
-    const char *help;
-};
 
 static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
 {
@@ -132,7 +122,7 @@ static int s_set_grace(struct opts *o, const char *val, const char *origin, char
     return 0;
 }
 
-static int s_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+int opts_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return s_copy(o->config, sizeof o->config, val, origin, err, errlen);
 }
@@ -291,7 +281,7 @@ static const struct optdef s_defs[] = {
       "Restart the whole job up to N times after a worker fails (default: 0)." },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
       "Time workers get after SIGTERM before SIGKILL (default: 10)." },
-    { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
+    { "config", NULL, NULL, 1, opts_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
     { "host", NULL, NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
@@ -320,7 +310,7 @@ static const struct optdef s_defs[] = {
 #define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
 
 /* Matches a name with '-' and '_' treated alike; returns the definition or NULL. */
-static const struct optdef *s_find(const char *name, size_t len)
+const struct optdef *opts_find(const char *name, size_t len)
 {
     for (int i = 0; i < NDEFS; i++) {
         const char *cands[3] = { s_defs[i].name, s_defs[i].alias1, s_defs[i].alias2 };
@@ -365,92 +355,6 @@ void opts_usage(const char *prog)
            "125 when the launcher itself fails; 128+N when plaunch was stopped by signal N.\n"
            "Logs: LOG_DIR/workerlog.<rank> (every byte each worker wrote), LOG_DIR/plaunch.log.\n"
            "See plaunch(1) and docs/environment.md for the variables each worker gets.\n");
-}
-
-struct ini_state {
-    struct opts *o;
-    FILE *f;
-    int lineno;                /* counted by s_ini_reader: the Debian inih has no line numbers */
-    const char *path;
-    char *err;
-    size_t errlen;
-    int failed;
-};
-
-/* fgets for inih that counts lines, so errors can name file:line. The Debian inih reads 200 bytes at a time:
- * the rest of a longer line is consumed here; a long comment is fine, a long setting is an error. */
-static char *s_ini_reader(char *buf, int size, void *stream)
-{
-    struct ini_state *st = stream;
-    char *r = fgets(buf, size, st->f);
-    if (!r)
-        return NULL;
-    st->lineno++;
-    size_t len = strlen(buf);
-    if (len > 0 && buf[len - 1] != '\n' && !feof(st->f)) {
-        int c;
-        while ((c = fgetc(st->f)) != EOF && c != '\n')
-            ;
-        const char *p = buf + strspn(buf, " \t");
-        if (*p != ';' && *p != '#' && !st->failed) {
-            snprintf(st->err, st->errlen, "%s:%d: line is longer than %d characters", st->path, st->lineno,
-                     size - 2);
-            st->failed = 1;
-        }
-        snprintf(buf, (size_t)size, ";\n");
-    }
-    return r;
-}
-
-static int s_ini_handler(void *user, const char *section, const char *name, const char *value)
-{
-    struct ini_state *st = user;
-    int lineno = st->lineno;
-    char origin[PATH_MAX + 80];
-    if (st->failed)
-        return 1;
-    snprintf(origin, sizeof origin, "%s:%d: %s", st->path, lineno, name);
-    if (section[0] && strcmp(section, "plaunch") != 0) {
-        snprintf(st->err, st->errlen, "%s:%d: unknown section [%s]; options belong in [plaunch]", st->path,
-                 lineno, section);
-        st->failed = 1;
-        return 1;
-    }
-    const struct optdef *d = s_find(name, strlen(name));
-    if (!d || d->set == s_set_config) {
-        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; see plaunch --help for the "
-                 "options; keys are their names with '-' or '_'", st->path, lineno, name);
-        st->failed = 1;
-        return 1;
-    }
-    if (d->set(st->o, value, origin, st->err, st->errlen) < 0)
-        st->failed = 1;
-    return 1;
-}
-
-static int s_load_config(struct opts *o, const char *path, char *err, size_t errlen)
-{
-    struct ini_state st = { .o = o, .path = path, .err = err, .errlen = errlen };
-    st.f = fopen(path, "r");
-    if (!st.f) {
-        snprintf(err, errlen, "config file '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    int rc = ini_parse_stream(s_ini_reader, &st, s_ini_handler, &st);
-    int read_error = ferror(st.f) ? errno : 0;
-    fclose(st.f);
-    if (read_error) {
-        snprintf(err, errlen, "config file '%s': %s", path, strerror(read_error));
-        return -1;
-    }
-    if (st.failed)
-        return -1;
-    if (rc != 0) {
-        snprintf(err, errlen, "config file '%s' line %d: not 'key = value' (or a line over 200 characters)",
-                 path, rc);
-        return -1;
-    }
-    return 0;
 }
 
 /* PLAUNCH_<NAME> with dashes as underscores, upper case. */
@@ -508,7 +412,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         }
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const struct optdef *d = s_find(name, nlen);
+        const struct optdef *d = opts_find(name, nlen);
         if (!d) {
             snprintf(err, errlen, "unknown option '--%.*s'; see plaunch --help", (int)nlen, name);
             return -1;
@@ -541,18 +445,18 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     /* The config file is named on the command line or in the environment, then read first. */
     const char *cfg = util_env_get(envp, "PLAUNCH_CONFIG");
     for (int k = 0; k < npairs; k++)
-        if (pairs[k].def->set == s_set_config)
+        if (pairs[k].def->set == opts_set_config)
             cfg = pairs[k].val;
     if (cfg && *cfg) {
         snprintf(o->config, sizeof o->config, "%s", cfg);
-        if (s_load_config(o, cfg, err, errlen) < 0)
+        if (opts_load_ini(o, cfg, err, errlen) < 0)
             return -1;
     }
     for (int k = 0; k < NDEFS; k++) {
         char name[64], origin[80];
         s_env_name(&s_defs[k], name, sizeof name);
         const char *v = util_env_get(envp, name);
-        if (!v || !*v || s_defs[k].set == s_set_config)
+        if (!v || !*v || s_defs[k].set == opts_set_config)
             continue;
         snprintf(origin, sizeof origin, "environment %s", name);
         if (s_defs[k].set(o, v, origin, err, errlen) < 0)

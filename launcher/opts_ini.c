@@ -1,0 +1,94 @@
+/* opts_ini: the --config file: an INI file (inih) of option keys in a [plaunch] section, errors naming file:line. */
+#include "opts_priv.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+struct ini_state {
+    struct opts *o;
+    FILE *f;
+    int lineno;                /* counted by s_ini_reader: the Debian inih has no line numbers */
+    const char *path;
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+/* fgets for inih that counts lines, so errors can name file:line. The Debian inih reads 200 bytes at a time:
+ * the rest of a longer line is consumed here; a long comment is fine, a long setting is an error. */
+static char *s_ini_reader(char *buf, int size, void *stream)
+{
+    struct ini_state *st = stream;
+    char *r = fgets(buf, size, st->f);
+    if (!r)
+        return NULL;
+    st->lineno++;
+    size_t len = strlen(buf);
+    if (len > 0 && buf[len - 1] != '\n' && !feof(st->f)) {
+        int c;
+        while ((c = fgetc(st->f)) != EOF && c != '\n')
+            ;
+        const char *p = buf + strspn(buf, " \t");
+        if (*p != ';' && *p != '#' && !st->failed) {
+            snprintf(st->err, st->errlen, "%s:%d: line is longer than %d characters", st->path, st->lineno,
+                     size - 2);
+            st->failed = 1;
+        }
+        snprintf(buf, (size_t)size, ";\n");
+    }
+    return r;
+}
+
+static int s_ini_handler(void *user, const char *section, const char *name, const char *value)
+{
+    struct ini_state *st = user;
+    int lineno = st->lineno;
+    char origin[PATH_MAX + 80];
+    if (st->failed)
+        return 1;
+    snprintf(origin, sizeof origin, "%s:%d: %s", st->path, lineno, name);
+    if (section[0] && strcmp(section, "plaunch") != 0) {
+        snprintf(st->err, st->errlen, "%s:%d: unknown section [%s]; options belong in [plaunch]", st->path,
+                 lineno, section);
+        st->failed = 1;
+        return 1;
+    }
+    const struct optdef *d = opts_find(name, strlen(name));
+    if (!d || d->set == opts_set_config) {
+        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; see plaunch --help for the "
+                 "options; keys are their names with '-' or '_'", st->path, lineno, name);
+        st->failed = 1;
+        return 1;
+    }
+    if (d->set(st->o, value, origin, st->err, st->errlen) < 0)
+        st->failed = 1;
+    return 1;
+}
+
+int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen)
+{
+    struct ini_state st = { .o = o, .path = path, .err = err, .errlen = errlen };
+    st.f = fopen(path, "r");
+    if (!st.f) {
+        snprintf(err, errlen, "config file '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = ini_parse_stream(s_ini_reader, &st, s_ini_handler, &st);
+    int read_error = ferror(st.f) ? errno : 0;
+    fclose(st.f);
+    if (read_error) {
+        snprintf(err, errlen, "config file '%s': %s", path, strerror(read_error));
+        return -1;
+    }
+    if (st.failed)
+        return -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "config file '%s' line %d: not 'key = value' (or a line over 200 characters)",
+                 path, rc);
+        return -1;
+    }
+    return 0;
+}
