@@ -101,7 +101,7 @@ static int s_apply_assign(agentctl_t *ac, const wire_msg_t *m)
                   job->nworkers);
         return -1;
     }
-    int first_assign = job->node_rank < 0 || !ac->heard;
+    int first_assign = job->node_rank < 0;
     job->generation = (int)m->generation;
     job->node_rank = (int)a->node_rank;
     job->nnodes = (int)a->nnodes;
@@ -335,8 +335,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             s_up(ac, &m);
         }
     }
-    double tick = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
-    ac->hb_timer = loop_timer_after_ms(loop, tick * 1000 < 1 ? 1 : (int64_t)(tick * 1000), s_hb_tick, ac);
+    ac->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, ac);
     return 0;
 }
 
@@ -426,7 +425,7 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     s_up(ac, &m);
 }
 
-static void s_gen_over(void *arg, const struct job *job, int code, const struct failure *first)
+static void s_gen_over(void *arg, const struct job *job, int code)
 {
     agentctl_t *ac = arg;
     ac->last_code = code;

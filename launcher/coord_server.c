@@ -349,14 +349,6 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
 
 /* ---- heartbeats ----------------------------------------------------------------------------------- */
 
-/* Checks for lost peers every tick (a tenth of the timeout, so loss is seen within 110% of it) and sends
- * heartbeats every --heartbeat. */
-static int64_t s_tick_ms(const struct opts *o)
-{
-    double t = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
-    return t * 1000 < 1 ? 1 : (int64_t)(t * 1000);
-}
-
 static int s_hb_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
@@ -388,7 +380,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         cs_send(cs, i, &m);
     }
     if (cs->state != CS_DONE)
-        cs->hb_timer = loop_timer_after_ms(loop, s_tick_ms(o), s_hb_tick, cs);
+        cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
     return 0;
 }
 
@@ -480,7 +472,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }
-    cs->hb_timer = loop_timer_after_ms(loop, s_tick_ms(&job->opt), s_hb_tick, cs);
+    cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(&job->opt), s_hb_tick, cs);
     cs_rendezvous_deadline(cs, job->opt.rdzv_timeout);
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
              tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");

@@ -34,16 +34,6 @@ struct worker {
     off_t gen_log_start;       /* offset of this generation's marker in log_fd */
 };
 
-/* The first failure of a generation: what the root-cause block reports. */
-struct failure {
-    int valid;
-    int rank, local_rank, generation;
-    pid_t pid;
-    int status, exec_errno;
-    uint64_t when_ns;          /* monotonic */
-    int64_t when_realtime_s;
-};
-
 struct job {
     struct opts opt;
     char hostname[256];
@@ -58,8 +48,6 @@ struct job {
     int nnodes, node_rank, rank_base, world_size;
     struct worker *workers;
     int generation;
-    uint64_t start_ns;
-    int64_t start_realtime_s;
     int master_port;
     int *endpoint_ports;       /* one per rank, this node's ranks only on one node */
     char *endpoints;           /* PADDLE_TRAINER_ENDPOINTS of the generation */

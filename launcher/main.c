@@ -71,8 +71,6 @@ static int s_run(int argc, char **argv)
         jobsetup_fini(&job);
         return code == 2 ? s_usage_error(err) : (fprintf(stderr, "plaunch: error: %s\n", err), code);
     }
-    job.start_ns = loop_now_ns();
-    job.start_realtime_s = (int64_t)time(NULL);
     char marker[sizeof job.agent_endpoint + 16];
     snprintf(marker, sizeof marker, "PLAUNCH_AGENT=%s", job.agent_endpoint);
     if (sentinel_start(marker) < 0)

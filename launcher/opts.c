@@ -330,6 +330,12 @@ const struct optdef *opts_find(const char *name, size_t len)
     return NULL;
 }
 
+long opts_heartbeat_tick_ms(const struct opts *o)
+{
+    double t = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
+    return t * 1000 < 1 ? 1 : (long)(t * 1000);
+}
+
 void opts_usage(const char *prog)
 {
     printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"

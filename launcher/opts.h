@@ -42,6 +42,10 @@ struct opts {
  * (the caller exits 2). */
 int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, size_t errlen);
 
+/* How often both sides look at heartbeats: every --heartbeat, or a tenth of --heartbeat-timeout if that is
+ * shorter, so a loss is seen within 110 % of the timeout. In milliseconds, at least 1. */
+long opts_heartbeat_tick_ms(const struct opts *o);
+
 /* Prints usage to stdout. */
 void opts_usage(const char *prog);
 

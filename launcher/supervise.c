@@ -42,7 +42,7 @@ struct sup {
     int stop_signal;          /* the signal that stopped the job */
     int grace_timer;
     int running;              /* workers of the generation not yet reaped */
-    struct failure first;     /* first failure of the current generation */
+    int first_status;         /* wait status of the generation's first failure; -1 while none */
     int exit_code;
     int event_signal;         /* argument of the signal events */
     const struct sup_ctl *ctl;
@@ -131,7 +131,7 @@ static int s_start_generation(struct sup *s)
     struct job *job = s->job;
     if (!job->multi && s_pick_ports(job) < 0)
         return -1;
-    memset(&s->first, 0, sizeof s->first);
+    s->first_status = -1;
     if (s->ctl->gen_start)
         s->ctl->gen_start(s->ctl->arg, job);
     log_info("generation %d: starting %d worker%s", job->generation, job->nworkers, job->nworkers == 1 ? "" : "s");
@@ -309,7 +309,7 @@ static void a_finish_ok(struct sup *s)
     for (int i = 0; i < s->job->nworkers; i++)
         s_close_output(s, &s->job->workers[i]);
     s->state = ST_IDLE;
-    s->ctl->gen_over(s->ctl->arg, s->job, 0, NULL);
+    s->ctl->gen_over(s->ctl->arg, s->job, 0);
 }
 
 /* The generation is over after a stop: the controller (the coordinator) decides between the next generation
@@ -322,10 +322,10 @@ static void a_end_generation(struct sup *s)
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
     int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
-               : s->first.valid         ? s_status_code(s->first.status) : 0;
+               : s->first_status >= 0   ? s_status_code(s->first_status) : 0;
     s->state = ST_IDLE;
     s->reason = STOP_NONE;
-    s->ctl->gen_over(s->ctl->arg, job, code, s->first.valid ? &s->first : NULL);
+    s->ctl->gen_over(s->ctl->arg, job, code);
 }
 
 /* state x event: what the launcher does. Unlisted pairs cannot happen or need nothing. */
@@ -420,14 +420,8 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
     } else {
         log_info("rank %d (pid %d) %s", w->rank, (int)w->pid, what);
     }
-    if (failed && !s->first.valid && s->state == ST_RUNNING) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        s->first = (struct failure){ .valid = 1, .rank = w->rank, .local_rank = w->local_rank,
-                                     .generation = job->generation, .pid = w->pid, .status = status,
-                                     .exec_errno = w->exec_errno, .when_ns = w->exit_ns,
-                                     .when_realtime_s = ts.tv_sec };
-    }
+    if (failed && s->first_status < 0 && s->state == ST_RUNNING)
+        s->first_status = status;
     if (s->ctl->worker_exit)
         s->ctl->worker_exit(s->ctl->arg, job, w);
     s_dispatch(s, failed ? EV_WORKER_FAIL : EV_WORKER_OK);
@@ -509,14 +503,10 @@ void sup_finish(sup_t *s, int exit_code)
     s->exit_code = exit_code;
 }
 
-int sup_running(const sup_t *s)
-{
-    return s->running;
-}
 
 int supervise_run(struct job *job, const struct sup_ctl *ctl)
 {
-    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl };
+    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl, .first_status = -1 };
     sigset_t set;
     sigprocmask(SIG_BLOCK, NULL, &set);
     s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -20,7 +20,7 @@ struct sup_ctl {
     void (*gen_start)(void *arg, const struct job *job);
     void (*worker_exit)(void *arg, const struct job *job, const struct worker *w);
     /* Every worker of the generation is gone; exit_code is this node's verdict (0 = all ok). */
-    void (*gen_over)(void *arg, const struct job *job, int exit_code, const struct failure *first);
+    void (*gen_over)(void *arg, const struct job *job, int exit_code);
     /* The launcher got a stop signal (TERM INT HUP QUIT). */
     void (*stop_signal)(void *arg, int sig);
     void (*teardown)(void *arg);
@@ -35,6 +35,5 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl);
 int sup_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
 void sup_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
 void sup_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
-int sup_running(const sup_t *s);               /* workers not yet reaped */
 
 #endif
