@@ -4,6 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (its workers need ncclGetUniqueId)"; exit 0; }
 . "$PLAUNCH_SRC/scripts/netns.sh"
+. "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 plan 19
 
@@ -22,24 +23,13 @@ exec "$EX" world pipeline > "$OUTDIR/ids.$RANK"
 W
 chmod +x worker.sh
 
-# node I NPROC ARGS...: starts plaunch on host I in the background; its pid goes to pid.I
-node() {
-    local i=$1 n=$2; shift 2
-    ip netns exec "$NS$i" "$PLAUNCH" --nnodes 3 --master "$MASTER" --nproc-per-node "$n" --log-dir "$T/log$i" \
-        --quiet "$@" >"$T/out$i" 2>"$T/err$i" &
-    echo $! > "$T/pid.$i" # ip netns exec execs plaunch: this is plaunch's pid
-}
-# wait_pid PID SECONDS: waits for a background plaunch; sets $wrc to its exit code (124 after the time is up)
-wait_pid() {
-    local i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-    if kill -0 "$1" 2>/dev/null; then wrc=124; else wait "$1"; wrc=$?; fi
-}
+# node I NPROC ARGS...: plaunch on host I as one of three nodes (mn_node of mnlib.sh)
+node() { local i=$1 n=$2; shift 2; mn_node "$i" --nnodes 3 --nproc-per-node "$n" "$@"; }
 val() { sed -n "s/^$1=//p" "$2"; }
 
 # Node 3 starts first and node 1 (the coordinator) last: the rendezvous must not depend on the order.
 node 3 3 ./worker.sh; node 2 2 ./worker.sh; sleep 0.3; node 1 1 ./worker.sh
-wait_pid "$(cat pid.1)" 30; rc1=$wrc; wait_pid "$(cat pid.2)" 30; rc2=$wrc; wait_pid "$(cat pid.3)" 30; rc3=$wrc
+mn_wait 1 30; rc1=$wrc; mn_wait 2 30; rc2=$wrc; mn_wait 3 30; rc3=$wrc
 is "$rc1 $rc2 $rc3" "0 0 0" "three nodes (1, 2 and 3 workers) run the job and exit 0"
 is "$(cat env.* | sed -n 's/^RANK=//p' | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 " "ranks 0..5, unique and contiguous"
 bad=""
@@ -75,7 +65,7 @@ for i in 1 2 3; do node $i 1 --heartbeat 0.2 --heartbeat-timeout 1 ./sleeper.sh;
 wait_for 3 "wpid.*" 20; ok $? "three nodes run a long job"
 kill -9 "$(cat pid.1)"
 t0=$(date +%s.%N)
-wait_pid "$(cat pid.2)" 10; rc2=$wrc; wait_pid "$(cat pid.3)" 10; rc3=$wrc
+mn_wait 2 10; rc2=$wrc; mn_wait 3 10; rc3=$wrc
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 ok $([ "$rc2" != 0 ] && [ "$rc2" != 124 ] && [ "$rc3" != 0 ] && [ "$rc3" != 124 ]; echo $?) \
     "coordinator killed: both agents exit non-zero ($rc2, $rc3) after ${el}s"
@@ -98,7 +88,7 @@ tok=$(echo "$cmd" | sed 's/^PLAUNCH_TOKEN=\([0-9a-f]*\) .*/\1/')
 HOME=$T PLAUNCH_TOKEN=$tok ip netns exec "${NS}2" "$PLAUNCH" --nnodes 2 --master "$MASTER" --log-dir "$T/log2" \
     --nproc-per-node 1 --quiet true >/dev/null 2>&1 &
 echo $! > pid.2
-wait_pid "$(cat pid.1)" 20; r1=$wrc; wait_pid "$(cat pid.2)" 20; r2=$wrc
+mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
 is "$r1 $r2" "0 0" "a node started with that token joins and the job runs"
 like "$(cat "$T/err1")" "created a token" "the coordinator says it created the token"
 done_testing
