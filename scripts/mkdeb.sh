@@ -1,0 +1,30 @@
+#!/bin/sh
+# mkdeb.sh: a Debian package of `make install PREFIX=/usr` (plaunch, libplaunch, header, .pc, man page, conf).
+# Usage: scripts/mkdeb.sh BUILD_DIR VERSION   (called by `make deb`; the .deb lands in BUILD_DIR/deb/)
+set -eu
+B=$1 V=$2
+cd "$(dirname "$0")/.."
+root="$B/deb/root"
+rm -rf "$root"
+make --no-print-directory install PREFIX=/usr DESTDIR="$PWD/$root" >/dev/null
+arch=$(dpkg --print-architecture)
+# Runtime dependencies: the shared libraries plaunch and libplaunch load, as Debian names them.
+deps=$(find "$root/usr/bin" "$root/usr/lib" -type f \( -perm -u+x -o -name '*.so.*' \) -print0 |
+    xargs -0 ldd 2>/dev/null | awk '/=> \//{print $3}' | sort -u |
+    while read -r lib; do dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null; done |
+    cut -d: -f1 | sort -u | grep -v -e '^libc6$' | paste -sd, | sed 's/,/, /g')
+mkdir -p "$root/DEBIAN"
+cat >"$root/DEBIAN/control" <<CTL
+Package: plaunch
+Version: $V
+Architecture: $arch
+Maintainer: plaunch developers <plaunch@localhost>
+Depends: libc6${deps:+, $deps}
+Section: utils
+Priority: optional
+Description: distributed GPU job launcher
+ One worker per GPU on one node or many, the PyTorch/Paddle/NCCL environment, a TLS 1.3 control plane
+ for NCCL unique ids, supervision with job-wide restarts, and an AllReduce bandwidth probe.
+CTL
+dpkg-deb --root-owner-group --build "$root" "$B/deb/plaunch_${V}_$arch.deb" >/dev/null
+echo "deb: $B/deb/plaunch_${V}_$arch.deb"
