@@ -8,11 +8,14 @@ root="$B/deb/root"
 rm -rf "$root"
 make --no-print-directory install PREFIX=/usr DESTDIR="$PWD/$root" >/dev/null
 arch=$(dpkg --print-architecture)
-# Runtime dependencies: the shared libraries plaunch and libplaunch load, as Debian names them.
-deps=$(find "$root/usr/bin" "$root/usr/lib" -type f \( -perm -u+x -o -name '*.so.*' \) -print0 |
-    xargs -0 ldd 2>/dev/null | awk '/=> \//{print $3}' | sort -u |
-    while read -r lib; do dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null; done |
-    cut -d: -f1 | sort -u | grep -v -e '^libc6$' | paste -sd, | sed 's/,/, /g')
+# Runtime dependencies: the packages holding the shared libraries these files name directly (NEEDED).
+deps=$(find "$root/usr/bin" "$root/usr/lib" -type f \( -perm -u+x -o -name '*.so.*' \) | while read -r f; do
+        needed=$(objdump -p "$f" | awk '$1 == "NEEDED" {print $2}')
+        ldd "$f" 2>/dev/null | awk '/=> \//{print $1, $3}' | while read -r name path; do
+            printf '%s\n' "$needed" | grep -qx "$name" && { dpkg -S "$(readlink -f "$path")" 2>/dev/null ||
+                dpkg -S "$path" 2>/dev/null || true; }
+        done
+    done | cut -d: -f1 | sort -u | grep -v -e '^libc6$' | paste -sd, | sed 's/,/, /g')
 mkdir -p "$root/DEBIAN"
 cat >"$root/DEBIAN/control" <<CTL
 Package: plaunch
