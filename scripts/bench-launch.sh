@@ -1,6 +1,7 @@
 #!/bin/bash
 # Launch overhead: 8 x /bin/true under plaunch, mpirun and torchrun, interleaved; median/min/p90 wall ms and peak RSS.
 # Usage: scripts/bench-launch.sh [RUNS]   (RUNS per launcher, default 20; see docs/benchmarks.md)
+#   BENCH_SHARED=FILE adds a plaunch built with `make STATIC=0` (shared OpenSSL/jansson/protobuf-c/inih) to the runs.
 set -euo pipefail
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
@@ -8,6 +9,7 @@ set -euo pipefail
 RUNS=${1:-20}
 NPROC=8
 LAUNCHERS=(plaunch mpirun torchrun floor)   # floor: xargs starting the same workers, no launcher logic; a reference
+[ -z "${BENCH_SHARED:-}" ] || LAUNCHERS+=(shared)
 
 # launcher_cmd NAME: the command line NAME uses to start $NPROC x /bin/true (into the CMD array).
 launcher_cmd() {
@@ -15,6 +17,8 @@ launcher_cmd() {
     floor)
         seq "$NPROC" >"$BENCH_TMP/ranks"
         CMD=(xargs -P "$NPROC" -n 1 -a "$BENCH_TMP/ranks" /bin/true) ;;
+    shared)
+        CMD=("$BENCH_TMP/plaunch-shared" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
     plaunch)
         CMD=("$PLAUNCH" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
     mpirun)
@@ -72,6 +76,8 @@ report() {
         printf 'plaunch/%-9s wall %7sx   peak RSS %7sx\n' "$name" \
             "$(bench_div "${MED[plaunch]}" "${MED[$name]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[$name]}")"
     done
+    [ -z "${MED[shared]:-}" ] || printf 'plaunch/shared    wall %7sx   peak RSS %7sx   (static vs STATIC=0 build)\n' \
+        "$(bench_div "${MED[plaunch]}" "${MED[shared]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[shared]}")"
     printf 'plaunch above the xargs floor: %.1f ms\n' "$(awk -v a="${MED[plaunch]}" -v b="${MED[floor]}" 'BEGIN { print a - b }')"
     echo
     local ratio
@@ -84,6 +90,7 @@ report() {
 main() {
     bench_positive_int RUNS "$RUNS"
     bench_setup
+    [ -z "${BENCH_SHARED:-}" ] || cp "$BENCH_SHARED" "$BENCH_TMP/plaunch-shared"
     run_all
     report
 }
