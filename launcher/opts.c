@@ -187,30 +187,6 @@ static int s_set_master(struct opts *o, const char *val, const char *origin, cha
     return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
 }
 
-/* torchrun's --master-addr: HOST, or HOST:PORT as --master; combined with --master-port by opts_compat_resolve. */
-static int s_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (opts_compat_split_addr(val, NULL, 0, NULL, origin, err, errlen) < 0)
-        return -1;
-    return s_copy(o->master_addr, sizeof o->master_addr, val, origin, err, errlen);
-}
-
-static int s_set_master_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 1, 65535, &v, origin, "the coordinator's TCP port", err, errlen) < 0)
-        return -1;
-    o->master_port = (int)v;
-    return 0;
-}
-
-static int s_set_ips(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (opts_compat_check_ips(val, origin, err, errlen) < 0)
-        return -1;
-    return s_copy(o->ips, sizeof o->ips, val, origin, err, errlen);
-}
-
 static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     long v;
@@ -289,16 +265,6 @@ static int s_set_insecure(struct opts *o, const char *val, const char *origin, c
     return 0;
 }
 
-static int s_set_standalone(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    int q = o->quiet;
-    if (s_set_quiet(o, val, origin, err, errlen) < 0)
-        return -1;
-    o->standalone = o->quiet;
-    o->quiet = q;
-    return 0;
-}
-
 static const struct optdef s_defs[] = {
     { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
       "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
@@ -326,14 +292,14 @@ static const struct optdef s_defs[] = {
       "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60)." },
     { "master", "rdzv-endpoint", NULL, 1, s_set_master, "HOST:PORT",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1." },
-    { "master-addr", NULL, NULL, 1, s_set_master_addr, "HOST[:PORT]",
+    { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
       "torchrun's spelling of --master: the coordinator's HOST, its port from --master-port (default 6170)." },
-    { "master-port", NULL, NULL, 1, s_set_master_port, "PORT",
+    { "master-port", NULL, NULL, 1, opts_compat_set_master_port, "PORT",
       "The coordinator's port for --master-addr HOST or --ips (default 6170); not the workers' MASTER_PORT." },
-    { "ips", NULL, NULL, 1, s_set_ips, "ADDR,ADDR,...",
+    { "ips", NULL, NULL, 1, opts_compat_set_ips, "ADDR,ADDR,...",
       "Paddle's node list (IPv4): --nnodes is its length, the coordinator runs on the first address, this "
       "node's rank is the position of its own address (or --rank)." },
-    { "standalone", NULL, NULL, 0, s_set_standalone, NULL,
+    { "standalone", NULL, NULL, 0, opts_compat_set_standalone, NULL,
       "torchrun's one-node mode: what plaunch does without --nnodes; refused with --nnodes > 1, --master, --ips." },
     { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
       "This node's rank (default: assigned by the coordinator, in address order, and printed)." },

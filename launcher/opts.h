@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #define OPTS_MAX_WORKERS 1024
-/* The coordinator's port when --master-addr or --ips names only its host (Paddle's default port). */
+/* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
 #define OPTS_DEFAULT_PORT 6170
 
 struct opts {

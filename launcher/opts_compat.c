@@ -14,7 +14,9 @@
 #define COMPAT_MAX_IPS 4096 /* --nnodes' upper bound */
 #define COMPAT_MAX_MINE 256 /* addresses of this host looked at */
 
-int opts_compat_split_addr(const char *val, char *host, size_t hostcap, int *port, const char *origin, char *err,
+/* Splits --master-addr's HOST[:PORT] into host (when not NULL) and *port (0 without one); 0, or -1 with a
+ * message naming origin. */
+static int s_split_addr(const char *val, char *host, size_t hostcap, int *port, const char *origin, char *err,
                            size_t errlen)
 {
     const char *colon = strchr(val, ':');
@@ -65,10 +67,51 @@ static int s_parse_ips(const char *val, struct in_addr *ips, int max, const char
     }
 }
 
-int opts_compat_check_ips(const char *val, const char *origin, char *err, size_t errlen)
+int opts_compat_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (s_split_addr(val, NULL, 0, NULL, origin, err, errlen) < 0)
+        return -1;
+    if (strlen(val) >= sizeof o->master_addr) {
+        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, sizeof o->master_addr - 1);
+        return -1;
+    }
+    memcpy(o->master_addr, val, strlen(val) + 1);
+    return 0;
+}
+
+int opts_compat_set_master_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    char *end = NULL;
+    long v = strtol(val, &end, 10);
+    if (end == val || *end || v < 1 || v > 65535) {
+        snprintf(err, errlen, "%s '%s': expected the coordinator's TCP port, a whole number from 1 to 65535", origin,
+                 val);
+        return -1;
+    }
+    o->master_port = (int)v;
+    return 0;
+}
+
+int opts_compat_set_ips(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     static struct in_addr ips[COMPAT_MAX_IPS];
-    return s_parse_ips(val, ips, COMPAT_MAX_IPS, origin, err, errlen) < 0 ? -1 : 0;
+    if (strlen(val) >= sizeof o->ips) {
+        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, sizeof o->ips - 1);
+        return -1;
+    }
+    if (s_parse_ips(val, ips, COMPAT_MAX_IPS, origin, err, errlen) < 0)
+        return -1;
+    memcpy(o->ips, val, strlen(val) + 1);
+    return 0;
+}
+
+/* A flag like --quiet: the table's own true/false parser (--quiet's setter) reads the value. */
+int opts_compat_set_standalone(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int quiet = o->quiet, rc = opts_find("quiet", 5)->set(o, val, origin, err, errlen);
+    o->standalone = rc == 0 ? o->quiet : o->standalone;
+    o->quiet = quiet;
+    return rc;
 }
 
 /* This host's IPv4 addresses on interfaces that are up (of its network namespace); the count. */
@@ -155,7 +198,7 @@ static int s_from_master_addr(struct opts *o, char *err, size_t errlen)
 {
     char host[256];
     int port = 0;
-    if (opts_compat_split_addr(o->master_addr, host, sizeof host, &port, "--master-addr", err, errlen) < 0)
+    if (s_split_addr(o->master_addr, host, sizeof host, &port, "--master-addr", err, errlen) < 0)
         return -1;
     if (o->master[0]) {
         snprintf(err, errlen, "--master-addr '%s' and --master '%s' both name the coordinator; keep one", o->master_addr,

@@ -23,12 +23,11 @@ struct optdef {
 const struct optdef *opts_find(const char *name, size_t len);
 /* The --config setter: a config file cannot name another config file. */
 int opts_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
-/* Splits --master-addr's HOST[:PORT] into host (when not NULL) and *port (0 without one); 0, or -1 with a
- * message naming origin. */
-int opts_compat_split_addr(const char *val, char *host, size_t hostcap, int *port, const char *origin, char *err,
-                           size_t errlen);
-/* Checks --ips syntax (IPv4 addresses, comma-separated, no repeats); 0, or -1 with a message naming origin. */
-int opts_compat_check_ips(const char *val, const char *origin, char *err, size_t errlen);
+/* opts_compat.c: setters of the torchrun/Paddle spellings (--master-addr, --master-port, --ips, --standalone). */
+int opts_compat_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_compat_set_master_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_compat_set_ips(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_compat_set_standalone(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 /* Folds the torchrun/Paddle spellings (--master-addr/--master-port, --ips, --standalone) into nnodes, master,
  * node_rank and host, refusing contradictions; 0, or -1 with a message. Runs after every source was read. */
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen);
