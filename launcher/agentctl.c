@@ -222,10 +222,11 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
         if (strcmp(m->report->kind, "summary") == 0) {
             /* the job's root cause, as the coordinator printed it: every node keeps it in its plaunch.log */
             char *text = strndup((const char *)m->report->json.data, m->report->json.len);
-            int stopped = text && strstr(text, "plaunch: =====") != text && strchr(text, '\n');
+            /* a summary that is not a root-cause block starts with its reason: the coordinator's plaunch got SIGINT */
+            int reason_line = text && strstr(text, "plaunch: =====") != text && strchr(text, '\n');
             if (text)
                 log_block(text, 0);
-            if (!ac->job->opt.quiet && stopped) /* a one-line reason, e.g. the coordinator's plaunch got SIGINT */
+            if (!ac->job->opt.quiet && reason_line)
                 fprintf(stderr, "%.*s\n", (int)(strchr(text, '\n') - text), text);
             else if (!ac->job->opt.quiet)
                 fprintf(stderr, "plaunch: the job failed; its root cause is in %s/plaunch.log and on the "

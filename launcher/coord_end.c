@@ -37,7 +37,7 @@ void cw_restart(coord_server_t *cs, const char *why)
     cs->wait_for_more = 0;
     cs_last_call(cs, -1);
     cs_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
-    log_warn("restarting the job on every node: generation %u (%s)", cs->generation, why);
+    log_warn("restarting the job%s: generation %u (%s)", o->nnodes > 1 ? " on every node" : "", cs->generation, why);
     cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
     cw_check_ready(cs);
 }
