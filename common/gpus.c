@@ -27,6 +27,11 @@ int gpus_parse(const char *spec, int *ids, int max, int *all, char *err, size_t 
     return n;
 }
 
+int gpus_visible_none(const char *value)
+{
+    return value[0] == '\0' || value[0] == ',' || value[0] == '-' || strcmp(value, "NoDevFiles") == 0;
+}
+
 int gpus_split_visible(const char *value, char entries[][64], int max, char *err, size_t errlen)
 {
     int n = 0;

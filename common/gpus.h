@@ -15,6 +15,10 @@ int gpus_parse(const char *spec, int *ids, int max, int *all, char *err, size_t 
  * Returns the count (0 when there is none), or -1 with the reason in err (no CUDA library, driver error). */
 int gpus_count_cuda(int timeout_ms, char *err, size_t errlen);
 
+/* 1 when a CUDA_VISIBLE_DEVICES value leaves no GPU visible: empty (a scheduler hid every GPU), a first entry
+ * CUDA cannot use such as -1 (it stops at the first invalid entry), or Slurm's NoDevFiles. */
+int gpus_visible_none(const char *value);
+
 /* Splits a CUDA_VISIBLE_DEVICES value into its entries (ids or GPU UUIDs); returns the count or -1.
  * Each entry is copied into entries[i] (at most entry_len bytes). */
 int gpus_split_visible(const char *value, char entries[][64], int max, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 
 #include "coord_server.h"
 #include "creds.h"
+#include "errfile.h"
 #include "jobsetup.h"
 #include "link.h"
 #include "log.h"
@@ -167,8 +168,10 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
             agent_ipc_set_job(ac->sv.ipc, m->job_id);
         }
         /* With another --job-id we still JOIN: the coordinator refuses it and both logs say why. */
-        if (!ac->heard)
+        if (!ac->heard && ac->job->multi)
             log_info("connected to the coordinator on %s (%s)", m->hello->hostname, ac->endpoint);
+        else if (!ac->heard)
+            log_info("one-node job: the coordinator runs inside this plaunch");
         ac->heard = 1;
         if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING)
             s_send_join(ac); /* first contact, or a new session after a broken one */
@@ -219,13 +222,16 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
         if (strcmp(m->report->kind, "summary") == 0) {
             /* the job's root cause, as the coordinator printed it: every node keeps it in its plaunch.log */
             char *text = strndup((const char *)m->report->json.data, m->report->json.len);
-            if (text) {
+            /* a summary that is not a root-cause block starts with its reason: the coordinator's plaunch got SIGINT */
+            int reason_line = text && strstr(text, "plaunch: =====") != text && strchr(text, '\n');
+            if (text)
                 log_block(text, 0);
-                free(text);
-            }
-            if (!ac->job->opt.quiet)
+            if (!ac->job->opt.quiet && reason_line)
+                fprintf(stderr, "%.*s\n", (int)(strchr(text, '\n') - text), text);
+            else if (!ac->job->opt.quiet)
                 fprintf(stderr, "plaunch: the job failed; its root cause is in %s/plaunch.log and on the "
                                 "coordinator's terminal\n", ac->job->log_dir);
+            free(text);
         }
         break;
     case WIRE_BYE:
@@ -394,6 +400,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
 static void s_gen_start(void *arg, const struct job *job)
 {
     agentctl_t *ac = arg;
+    errfile_clear(job);
     services_generation(&ac->sv, (uint32_t)job->generation, (uint32_t)job->world_size);
 }
 
@@ -421,6 +428,12 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     x.exit_time_unix_ms = (uint64_t)time(NULL) * 1000;
     x.n_log_tail = n;
     x.log_tail = lines;
+    char quote[ERRFILE_MAX_LINES][ERRFILE_LINE], *qlines[ERRFILE_MAX_LINES], path[PATH_MAX + 32];
+    errfile_path(job->log_dir, w->rank, path, sizeof path);
+    x.n_error_quote = (size_t)errfile_quote(path, x.exit_time_unix_ms - x.runtime_ms, quote, ERRFILE_MAX_LINES);
+    for (size_t i = 0; i < x.n_error_quote; i++)
+        qlines[i] = quote[i];
+    x.error_quote = qlines;
     wire_init(&m, job->job_id, (uint32_t)job->generation, WIRE_WORKER_EXIT, &x);
     s_up(ac, &m);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "errfile.h"
 #include "log.h"
 
 void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
@@ -36,7 +37,7 @@ void cw_restart(coord_server_t *cs, const char *why)
     cs->wait_for_more = 0;
     cs_last_call(cs, -1);
     cs_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
-    log_warn("restarting the job on every node: generation %u (%s)", cs->generation, why);
+    log_warn("restarting the job%s: generation %u (%s)", o->nnodes > 1 ? " on every node" : "", cs->generation, why);
     cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
     cw_check_ready(cs);
 }
@@ -54,7 +55,8 @@ static void s_finish(coord_server_t *cs)
                 status = cs->peers[i].bye_status;
     if (status != 0) {
         char tail[64];
-        snprintf(tail, sizeof tail, "plaunch: every node exits with %d\n", status);
+        snprintf(tail, sizeof tail, cs->job->opt.nnodes > 1 ? "plaunch: every node exits with %d\n"
+                                                             : "plaunch: exit status %d\n", status);
         if (!cs->failure[0])
             snprintf(cs->failure, sizeof cs->failure, "plaunch: the job failed\n");
         strncat(cs->failure, tail, sizeof cs->failure - strlen(cs->failure) - 1);
@@ -85,6 +87,23 @@ void cw_maybe_finish(coord_server_t *cs)
     s_finish(cs);
 }
 
+/* The lines the failed rank's agent quoted from its TORCHELASTIC_ERROR_FILE (torch's @record), under a heading
+ * that says where the file is; nothing when the rank wrote none. */
+static void s_quote_error_file(coord_server_t *cs, const struct peer *p, const Plaunch__WorkerExit *x, char *out,
+                               size_t cap)
+{
+    char path[PATH_MAX + 64];
+    if (!x->n_error_quote)
+        return;
+    if (p->local)
+        errfile_path(cs->job->log_dir, (int)x->global_rank, path, sizeof path);
+    else
+        snprintf(path, sizeof path, "error.%u.json in the --log-dir of %s", x->global_rank, p->host);
+    size_t o = (size_t)snprintf(out, cap, "  error file    : %s (TORCHELASTIC_ERROR_FILE)\n", path);
+    for (size_t i = 0; i < x->n_error_quote && o + 8 < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "    > %.*s\n", ERRFILE_LINE, x->error_quote[i]);
+}
+
 static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
 {
     struct peer *p = &cs->peers[peer];
@@ -100,19 +119,26 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     size_t o = 0;
     for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
         o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
-    char logpath[PATH_MAX + 64];
+    char logpath[PATH_MAX + 64], where[WIRE_MAX_HOST * 2 + 64], errq[ERRFILE_MAX_LINES * (ERRFILE_LINE + 8)] = "";
     if (p->local)
         snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
     else
         snprintf(logpath, sizeof logpath, "workerlog.%u in the --log-dir of %s", x->global_rank, p->host);
+    if (cs->job->opt.nnodes > 1)
+        snprintf(where, sizeof where, "(local rank %u) on node %d, %s (%s)", x->local_rank, p->node_rank, p->host,
+                 p->addr);
+    else
+        snprintf(where, sizeof where, "on %s", p->host);
+    s_quote_error_file(cs, p, x, errq, sizeof errq);
     snprintf(cs->failure, sizeof cs->failure,
              "plaunch: ===== job %s failed: root cause =====\n"
-             "  first failure : rank %u (local rank %u) on node %d, %s (%s), generation %u\n"
+             "  first failure : rank %u %s, generation %u\n"
              "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
              "  log           : %s\n"
+             "%s"
              "  last lines of its log:\n%s",
-             cs->job_id, x->global_rank, x->local_rank, p->node_rank, p->host, p->addr, cs->generation, x->pid, how,
-             when, (double)x->runtime_ms / 1000, logpath, tail[0] ? tail : "    (empty)\n");
+             cs->job_id, x->global_rank, where, cs->generation, x->pid, how, when, (double)x->runtime_ms / 1000,
+             logpath, errq, tail[0] ? tail : "    (empty)\n");
     cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
     cs->status_set = 1;
 }

@@ -540,10 +540,16 @@ void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m)
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)
 {
+    char text[sizeof cs->job->hostname + 64];
+    const char *name = sigabbrev_np(sig) ? sigabbrev_np(sig) : "?";
+    if (cs->job->opt.nnodes > 1)
+        snprintf(text, sizeof text, "the coordinator's plaunch on %s got SIG%s", cs->job->hostname, name);
+    else
+        snprintf(text, sizeof text, "plaunch got SIG%s", name);
     if (!cs->status_set) {
         cs->job_status = 128 + sig;
         cs->status_set = 1;
-        snprintf(cs->failure, sizeof cs->failure, "the coordinator's launcher got SIG%s", sigabbrev_np(sig));
+        snprintf(cs->failure, sizeof cs->failure, "plaunch: job %s stopped: %s\n", cs->job_id, text);
     }
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, "the coordinator's launcher got a stop signal");
+    cw_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }

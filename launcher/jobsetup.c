@@ -59,7 +59,12 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
     const char *spec = o->gpus[0] ? o->gpus : "all";
     const char *origin = o->gpus[0] ? o->origin_gpus : "the default (every GPU of this node)";
 
-    if (cvd && *cvd && (nparent = gpus_split_visible(cvd, parent, GPUS_MAX, why, sizeof why)) < 0) {
+    if (cvd && gpus_visible_none(cvd)) {
+        snprintf(err, errlen, "%s '%s': CUDA_VISIBLE_DEVICES='%s' hides every GPU of %s (the scheduler gave this job "
+                 "none); ask it for GPUs, or run CPU workers with --nproc-per-node N", origin, spec, cvd, job->hostname);
+        return -1;
+    }
+    if (cvd && (nparent = gpus_split_visible(cvd, parent, GPUS_MAX, why, sizeof why)) < 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
@@ -208,6 +213,12 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (jobsetup_tee(job, o, err, errlen) < 0)
         return -1;
 
+    struct stat st;
+    if (stat(o->log_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "log directory '%s' exists but is not a directory; choose another with --log-dir",
+                 o->log_dir);
+        return -1;
+    }
     *exit_code = 125;
     if (s_mkdirs(o->log_dir) < 0 || !realpath(o->log_dir, job->log_dir)) {
         snprintf(err, errlen, "cannot create log directory '%s': %s; choose another with --log-dir", o->log_dir,

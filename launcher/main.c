@@ -84,7 +84,10 @@ static int s_run(int argc, char **argv)
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
              job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
              o.prog_argv[0], job.log_dir);
-    if (!o.quiet && job.multi)
+    if (!o.quiet && job.multi && o.nnodes == 1)
+        fprintf(stderr, "plaunch: %d %s worker%s in a one-node job (coordinator %s), logs in %s\n", job.nworkers,
+                job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.master, job.log_dir);
+    else if (!o.quiet && job.multi)
         fprintf(stderr, "plaunch: %d %s worker%s on this node of a %d-node job (coordinator %s), logs in %s\n",
                 job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.nnodes, o.master,
                 job.log_dir);

@@ -290,9 +290,18 @@ static const struct optdef s_defs[] = {
       "some, and grows (a restart) when nodes join, up to MAX." },
     { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
       "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60)." },
-    { "master", "rdzv-endpoint", "master-addr", 1, s_set_master, "HOST:PORT",
+    { "master", "rdzv-endpoint", NULL, 1, s_set_master, "HOST:PORT",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1." },
-    { "node-rank", "node_rank", NULL, 1, s_set_node_rank, "R",
+    { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
+      "torchrun's spelling of --master: the coordinator's HOST, its port from --master-port (default 6170)." },
+    { "master-port", NULL, NULL, 1, opts_compat_set_master_port, "PORT",
+      "The coordinator's port for --master-addr HOST or --ips (default 6170); not the workers' MASTER_PORT." },
+    { "ips", NULL, NULL, 1, opts_compat_set_ips, "ADDR,ADDR,...",
+      "Paddle's node list (IPv4): --nnodes is its length, the coordinator runs on the first address, this "
+      "node's rank is the position of its own address (or --rank)." },
+    { "standalone", NULL, NULL, 0, opts_compat_set_standalone, NULL,
+      "torchrun's one-node mode: what plaunch does without --nnodes; refused with --nnodes > 1, --master, --ips." },
+    { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
       "This node's rank (default: assigned by the coordinator, in address order, and printed)." },
     { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",
       "How long to wait for every node to join (default: 600)." },
@@ -472,9 +481,11 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         if (pairs[k].def->set(o, pairs[k].val, pairs[k].origin, err, errlen) < 0)
             return -1;
 
+    if (opts_compat_resolve(o, err, errlen) < 0)
+        return -1;
     if (o->nnodes > 1 && !o->master[0]) {
-        snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT: the coordinator's address, the same on every "
-                 "node", o->nnodes);
+        snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT (or --master-addr HOST): the coordinator's "
+                 "address, the same on every node", o->nnodes);
         return -1;
     }
     if (o->node_rank >= 0 && o->nnodes_min < o->nnodes) {

@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 #define OPTS_MAX_WORKERS 1024
+/* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
+#define OPTS_DEFAULT_PORT 6170
 
 struct opts {
     char gpus[1024];           /* "" = CPU workers */
@@ -31,6 +33,11 @@ struct opts {
     char token_file[PATH_MAX];
     int insecure;              /* plaintext control plane */
     double heartbeat, heartbeat_timeout;
+    /* torchrun / Paddle spellings, folded into nnodes, master, node_rank and host by opts_compat_resolve */
+    char master_addr[300];     /* --master-addr HOST or HOST:PORT */
+    int master_port;           /* --master-port; 0 = not given */
+    int standalone;            /* --standalone */
+    char ips[8192];            /* --ips A,B,...: Paddle's node list */
     /* Where each value came from, for error messages that name the offending input. */
     char origin_gpus[300], origin_nproc[300], origin_tee[300];
     int prog_argc;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct rlimit s_nofile; /* the limit plaunch was started with, restored in workers */
@@ -72,6 +73,9 @@ __attribute__((no_sanitize("address", "undefined"))) static int s_child(void *ar
     execvpe(a->argv[0], a->argv, a->envp);
 fail:;
     int e = errno;
+    struct stat st; /* exec says EACCES for a directory; tell the user what a shell would */
+    if (e == EACCES && strchr(a->argv[0], '/') && stat(a->argv[0], &st) == 0 && S_ISDIR(st.st_mode))
+        e = EISDIR;
     ssize_t unused = write(a->exec_w, &e, sizeof e);
     (void)unused;
     _exit(e == ENOENT ? 127 : 126);

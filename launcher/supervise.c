@@ -41,6 +41,7 @@ struct sup {
     enum stop_reason reason;
     int stop_signal;          /* the signal that stopped the job */
     int grace_timer;
+    int grace_signal;         /* the signal the grace period follows, named when it runs out */
     int running;              /* workers of the generation not yet reaped */
     int first_status;         /* wait status of the generation's first failure; -1 while none */
     int exit_code;
@@ -174,8 +175,9 @@ static void s_close_output(struct sup *s, struct worker *w)
 
 static int s_on_grace(loop_t *loop, int id, void *arg);
 
-static void s_arm_grace(struct sup *s)
+static void s_arm_grace(struct sup *s, int sig)
 {
+    s->grace_signal = sig;
     if (s->grace_timer > 0)
         loop_timer_cancel(s->loop, s->grace_timer);
     s->grace_timer = loop_timer_after_ms(s->loop, (int64_t)(s->job->opt.grace * 1000.0), s_on_grace, s);
@@ -230,7 +232,7 @@ static void a_begin_stop_failure(struct sup *s)
         log_info("stopping the other %d worker%s of generation %d (SIGTERM, SIGKILL after %gs)", s->running,
                  s->running == 1 ? "" : "s", s->job->generation, s->job->opt.grace);
     s_signal_workers(s, SIGTERM);
-    s_arm_grace(s);
+    s_arm_grace(s, SIGTERM);
 }
 
 static void a_begin_stop_signal(struct sup *s)
@@ -244,7 +246,7 @@ static void a_begin_stop_signal(struct sup *s)
              sigabbrev_np(s->event_signal) ? sigabbrev_np(s->event_signal) : "?", s->running,
              s->running == 1 ? "" : "s", s->job->opt.grace);
     s_signal_workers(s, s->event_signal);
-    s_arm_grace(s);
+    s_arm_grace(s, s->event_signal);
 }
 
 /* A second stop signal during a stop: no more waiting. A failure stop becomes a signal stop (no restart). */
@@ -271,7 +273,7 @@ static void a_ctl_stop(struct sup *s)
     log_info("coordinator stops generation %d: SIG%s to %d worker%s, SIGKILL after %gs", s->job->generation,
              sigabbrev_np(sig), s->running, s->running == 1 ? "" : "s", s->job->opt.grace);
     s_signal_workers(s, sig);
-    s_arm_grace(s);
+    s_arm_grace(s, sig);
     if (s->running == 0)
         s_dispatch(s, EV_ALL_GONE);
 }
@@ -296,8 +298,8 @@ static void a_forward(struct sup *s)
 static void a_kill(struct sup *s)
 {
     s->grace_timer = 0;
-    log_warn("%d worker%s still running %gs after SIGTERM: sending SIGKILL", s->running, s->running == 1 ? "" : "s",
-             s->job->opt.grace);
+    log_warn("%d worker%s still running %gs after SIG%s: sending SIGKILL", s->running, s->running == 1 ? "" : "s",
+             s->job->opt.grace, sigabbrev_np(s->grace_signal) ? sigabbrev_np(s->grace_signal) : "?");
     s_signal_workers(s, SIGKILL);
     s->state = ST_KILLING;
 }
@@ -414,6 +416,7 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
             log_error("rank %d: cannot run '%s': %s", w->rank, job->opt.prog_argv[0],
                       w->exec_errno == ENOENT ? "no such file or command in PATH"
                       : w->exec_errno == EACCES ? "permission denied (not executable?)"
+                      : w->exec_errno == EISDIR ? "it is a directory, not a program"
                                                 : strerror(w->exec_errno));
         else
             log_warn("rank %d (pid %d) %s", w->rank, (int)w->pid, what);

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errfile.h"
+
 /* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks. */
 static const char *const s_owned[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME",
     "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
     "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT",
     "PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE", "PADDLE_GLOBAL_RANK",
     "PADDLE_LOCAL_RANK", "PADDLE_RANK_IN_NODE", "PADDLE_LOG_DIR", "FLAGS_selected_gpus",
@@ -96,7 +98,7 @@ char **wenv_build(const struct job *job, const struct worker *w)
     while (job->base_env[nbase])
         nbase++;
     const size_t nours = 48;
-    size_t text_cap = 8192 + strlen(job->endpoints ? job->endpoints : "") * 2 + strlen(job->log_dir) +
+    size_t text_cap = 8192 + strlen(job->endpoints ? job->endpoints : "") * 2 + strlen(job->log_dir) * 2 +
                       strlen(job->visible_devices ? job->visible_devices : "") + sizeof job->agent_endpoint;
     size_t vec_bytes = (nbase + nours + 1) * sizeof(char *);
     char *mem = malloc(vec_bytes + text_cap);
@@ -122,6 +124,16 @@ char **wenv_build(const struct job *job, const struct worker *w)
     s_put(&b, "TORCHELASTIC_MAX_RESTARTS", "%d", job->opt.max_restarts);
     s_put(&b, "TORCHELASTIC_RUN_ID", "%s", job->job_id);
     s_put(&b, "TORCHELASTIC_USE_AGENT_STORE", "False");
+    char errpath[PATH_MAX + 32];
+    errfile_path(job->log_dir, w->rank, errpath, sizeof errpath);
+    s_put(&b, "TORCHELASTIC_ERROR_FILE", "%s", errpath);
+    /* As torchrun: 1 only when unset; a value under torch's older name is the user's choice too. */
+    int user_aeh = 0;
+    for (size_t i = 0; i < nbase && !user_aeh; i++)
+        user_aeh = s_is(job->base_env[i], "TORCH_NCCL_ASYNC_ERROR_HANDLING") ||
+                   s_is(job->base_env[i], "NCCL_ASYNC_ERROR_HANDLING");
+    if (!user_aeh)
+        s_put(&b, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
     if (!job->base_has_omp && local_world > 1)
         s_put(&b, "OMP_NUM_THREADS", "1");
 

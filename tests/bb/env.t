@@ -1,7 +1,8 @@
 #!/bin/bash
-# env.t: every variable of the worker environment contract, for every rank, GPU and CPU modes.
+# env.t: every variable of the worker environment contract, for every rank, GPU and CPU modes; a
+# CUDA_VISIBLE_DEVICES that hides every GPU is refused before anything starts.
 . "$(dirname "$0")/lib.sh"
-plan 13
+plan 20
 
 cat >dump.sh <<'W'
 #!/bin/sh
@@ -19,7 +20,8 @@ check_rank() {
         "PADDLE_TRAINER_ID=$r" "PADDLE_TRAINERS_NUM=$w" "PADDLE_NNODES=1" "PADDLE_GLOBAL_SIZE=$w" \
         "PADDLE_LOCAL_SIZE=$lw" "PADDLE_GLOBAL_RANK=$r" "PADDLE_LOCAL_RANK=$l" "PADDLE_RANK_IN_NODE=$l" \
         "PADDLE_LOG_DIR=$T/logs" "PLAUNCH_JOB_ID=envjob" "PLAUNCH_GENERATION=0" "PLAUNCH_NODE_RANK=0" \
-        "PLAUNCH_NNODES=1" "KEEP_ME=yes"; do
+        "PLAUNCH_NNODES=1" "KEEP_ME=yes" "TORCHELASTIC_ERROR_FILE=$T/logs/error.$r.json" \
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING=1"; do
         grep -qxF "$kv" "$f" || missing="$missing $kv"
     done
     grep -qE '^MASTER_PORT=[0-9]+$' "$f" || missing="$missing MASTER_PORT"
@@ -87,4 +89,25 @@ CUDA_VISIBLE_DEVICES=2,3 run_plaunch --gpus all --log-dir "$T/logs" ./dump.sh
 is "$(ls env.* | wc -l)" 2 "--gpus all under CUDA_VISIBLE_DEVICES=2,3: two workers"
 CUDA_VISIBLE_DEVICES=2,3 run_plaunch --gpus 0-2 --log-dir "$T/logs" ./dump.sh
 like "$rc $err" "^2 .*GPU 2 does not exist" "--gpus beyond CUDA_VISIBLE_DEVICES: exit 2 naming the GPU"
+
+# A scheduler that gives the job no GPU sets CUDA_VISIBLE_DEVICES empty (Slurm: NoDevFiles): --gpus must not
+# reach past it to the machine's GPUs.
+for cvd in "" NoDevFiles -1; do
+    rm -f env.*
+    CUDA_VISIBLE_DEVICES=$cvd run_plaunch --gpus 0 --log-dir "$T/logs" ./dump.sh
+    is "$rc $(ls env.* 2>/dev/null | wc -l)" "2 0" "CUDA_VISIBLE_DEVICES='$cvd' with --gpus 0: exit 2, no worker started"
+done
+like "$err" "CUDA_VISIBLE_DEVICES='-1' hides every GPU of .*--nproc-per-node N" "the message names the variable and the way out"
+CUDA_VISIBLE_DEVICES= run_plaunch --gpus all --log-dir "$T/logs" ./dump.sh
+like "$rc $err" "^2 .*CUDA_VISIBLE_DEVICES='' hides every GPU" "... with --gpus all too"
+
+# torchrun's TORCH_NCCL_ASYNC_ERROR_HANDLING: 1 above (when unset), never over the user's value.
+rm -f env.*
+TORCH_NCCL_ASYNC_ERROR_HANDLING=0 run_plaunch --nproc-per-node 2 --log-dir "$T/logs" ./dump.sh
+is "$(grep -h '^TORCH_NCCL_ASYNC_ERROR_HANDLING=' env.0 env.1 | sort -u)" "TORCH_NCCL_ASYNC_ERROR_HANDLING=0" \
+    "a user's TORCH_NCCL_ASYNC_ERROR_HANDLING is kept"
+rm -f env.*
+TORCHELASTIC_ERROR_FILE=/tmp/stale.json run_plaunch --nproc-per-node 2 --log-dir "$T/logs" ./dump.sh
+is "$(sed -n 's/^TORCHELASTIC_ERROR_FILE=//p' env.1)" "$T/logs/error.1.json" \
+    "TORCHELASTIC_ERROR_FILE is plaunch's, per rank in the log directory, whatever was inherited"
 done_testing

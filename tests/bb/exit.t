@@ -1,7 +1,8 @@
 #!/bin/bash
-# exit.t: plaunch's exit status is the first failing worker's; exec failures are 127/126 with a message.
+# exit.t: plaunch's exit status is the first failing worker's; exec failures are 127/126 with a message; a
+# --log-dir that cannot be a directory is refused before the job is announced.
 . "$(dirname "$0")/lib.sh"
-plan 13
+plan 18
 
 run_plaunch --nproc-per-node 3 sh -c '[ "$RANK" = 1 ] && exit 7; sleep 30'
 is "$rc" 7 "a worker exiting 7 -> plaunch exits 7"
@@ -27,8 +28,19 @@ run_plaunch --nproc-per-node 2 ./notexec.sh
 is "$rc" 126 "not executable -> 126"
 like "$err" "permission denied" "the message says why"
 
+mkdir adir
+run_plaunch --nproc-per-node 2 ./adir
+is "$rc" 126 "a directory as the program -> 126, as a shell"
+like "$err" "cannot run './adir': it is a directory, not a program" "the message says it is a directory"
+
 run_plaunch --nproc-per-node 4 true
 is "$rc" 0 "all workers exit 0 -> 0"
+
+printf 'keep\n' >afile
+run_plaunch --log-dir afile --nproc-per-node 2 true
+is "$rc" 2 "--log-dir naming a regular file -> 2 (bad input), not 125"
+like "$err" "log directory 'afile' exists but is not a directory; choose another with --log-dir" "the message names it"
+is "$(printf '%s\n' "$err" | grep -c '^plaunch: job ')$(cat afile)" "0keep" "refused before the job is announced; the file untouched"
 
 run_plaunch --nproc-per-node 2 --max-restarts 3 /nonexistent/prog
 is "$(grep -c 'generation' log/workerlog.0)" 1 "an exec failure is not retried (it would fail the same way)"

@@ -1,7 +1,8 @@
 #!/bin/bash
-# signals.t: TERM, INT, USR1 to plaunch reach every worker group; a worker ignoring TERM dies after --grace.
+# signals.t: TERM, INT, USR1 to plaunch reach every worker group; a worker ignoring TERM dies after --grace;
+# what plaunch says after Ctrl-C is whole lines, in one-node words, naming the signal it sent.
 . "$(dirname "$0")/lib.sh"
-plan 14
+plan 21
 
 cat >catcher.sh <<'W'
 #!/bin/bash
@@ -33,6 +34,18 @@ for sig in TERM INT; do
     code=$((128 + $(kill -l $sig)))
     is "$rc" "$code" "plaunch stopped by SIG$sig exits $code"
 done
+
+# Ctrl-C on a one-node job: every line whole and prefixed (the summary once ran into the next line), the
+# signal named, no multi-node words in the terminal or in plaunch.log.
+start_job
+kill -INT $job
+wait $job
+err=$(cat "$T/.err")
+is "$(printf '%s\n' "$err" | grep -v -e '^plaunch: ' -e '^  ')" "" "after SIGINT every stderr line is a whole 'plaunch:' line"
+like "$err" "^plaunch: job [^ ]+ stopped: plaunch got SIGINT$" "the summary names SIGINT in one-node words"
+like "$err" "^plaunch: exit status 130$" "... and the exit status"
+is "$(printf '%s\n' "$err" | grep -ci -e 'every node' -e 'coordinator')" 0 "no multi-node wording on the terminal"
+is "$(grep -c -e 'connected to the coordinator' -e 'every node' log/plaunch.log)" 0 "nor in plaunch.log"
 
 start_job
 kill -USR1 $job
@@ -79,4 +92,14 @@ kill -INT $job
 wait $job; rc=$?
 is "$rc" 130 "a second SIGINT kills them at once: exit 130"
 ok $(( $(date +%s) - t0 < 10 ? 0 : 1 )) "... well before the 30 s grace"
+
+rm -f pid.*
+"$PLAUNCH" --nproc-per-node 2 --grace 1 ./stubborn.sh >/dev/null 2>"$T/.err" &
+job=$!
+wait_for 2 "pid.*" 10
+kill -INT $job
+wait $job; rc=$?
+is "$rc" 130 "workers ignoring a single SIGINT past --grace 1: exit 130"
+like "$(cat "$T/.err")" "2 workers still running 1s after SIGINT: sending SIGKILL" \
+    "the escalation names SIGINT, the signal that was sent"
 done_testing

@@ -303,6 +303,81 @@ static int s_load_capturing(char **argv, char *out, size_t cap)
     return rc;
 }
 
+/* torchrun's --master-addr HOST[:PORT] / --master-port, in both spellings, fold into --master. */
+static void test_torchrun_master_spellings(void **state)
+{
+    s_expect_ok(ARGV("--nnodes", "2", "--master-addr", "10.0.0.1", "--master-port", "7000", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "10.0.0.1:7000");
+    s_expect_ok(ARGV("--nnodes", "2", "--master_port=7001", "--master_addr", "10.0.0.1", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "10.0.0.1:7001");
+    s_expect_ok(ARGV("--nnodes", "2", "--master-addr", "10.0.0.1:7002", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "10.0.0.1:7002");
+    s_expect_ok(ARGV("--nnodes", "2", "--master-addr", "node0", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "node0:6170");
+    s_expect_ok(ARGV("--nnodes", "2", "prog"), ENVP("PLAUNCH_MASTER_ADDR=node0", "PLAUNCH_MASTER_PORT=7003"));
+    assert_string_equal(s_o.master, "node0:7003");
+
+    s_expect_fail(ARGV("--master", "a:1", "--master-addr", "b", "prog"), s_noenv, "both name the coordinator", NULL);
+    s_expect_fail(ARGV("--master-addr", "a:1", "--master-port", "2", "prog"), s_noenv, "different ports", NULL);
+    s_expect_fail(ARGV("--master-port", "7000", "prog"), s_noenv, "--master-port 7000 needs --master-addr", NULL);
+    s_expect_fail(ARGV("--master", "a:1", "--master-port", "7000", "prog"), s_noenv, "--master HOST:PORT", NULL);
+    s_expect_fail(ARGV("--master-addr", "a:b", "prog"), s_noenv, "--master-addr 'a:b'", "HOST:PORT", NULL);
+    s_expect_fail(ARGV("--master-addr", "fe80::1", "prog"), s_noenv, "--master-addr 'fe80::1'", NULL);
+    s_expect_fail(ARGV("--master-port", "0", "--master-addr", "a", "prog"), s_noenv, "--master-port '0'", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "prog"), s_noenv, "--master-addr HOST", NULL);
+}
+
+/* torchrun's --standalone is plaunch's one-node job; asking for more nodes with it is a contradiction. */
+static void test_standalone(void **state)
+{
+    s_expect_ok(ARGV("--standalone", "--nproc-per-node", "4", "prog"), s_noenv);
+    assert_int_equal(s_o.standalone, 1);
+    assert_int_equal(s_o.nnodes, 1);
+    assert_string_equal(s_o.master, "");
+    s_expect_fail(ARGV("--standalone", "--nnodes", "2", "--master", "a:1", "prog"), s_noenv, "--standalone",
+                  "--nnodes", NULL);
+    s_expect_fail(ARGV("--standalone", "--master-addr", "a", "prog"), s_noenv, "--standalone", "--master", NULL);
+    s_expect_fail(ARGV("--standalone", "--ips", "127.0.0.1,198.18.255.254", "prog"), s_noenv, "--ips", NULL);
+    s_expect_fail(ARGV("--standalone=1", "prog"), s_noenv, "takes no value", NULL);
+}
+
+/* Paddle's --ips: node count, the coordinator on the first address, this node's rank by its own address (127.0.0.1
+ * is this host's; 198.18.255.x are not); --rank is the node rank. */
+static void test_paddle_ips_and_rank(void **state)
+{
+    s_expect_ok(ARGV("--ips", "127.0.0.1,198.18.255.254", "prog"), s_noenv);
+    assert_int_equal(s_o.nnodes, 2);
+    assert_int_equal(s_o.nnodes_min, 2);
+    assert_string_equal(s_o.master, "127.0.0.1:6170");
+    assert_int_equal(s_o.node_rank, 0);
+    assert_string_equal(s_o.host, "127.0.0.1");
+    s_expect_ok(ARGV("--ips", "198.18.255.254,127.0.0.1", "--master_port", "7000", "--nnodes", "2", "prog"),
+                s_noenv);
+    assert_string_equal(s_o.master, "198.18.255.254:7000");
+    assert_int_equal(s_o.node_rank, 1);
+    s_expect_ok(ARGV("--ips", "198.18.255.253,198.18.255.254", "--rank", "1", "prog"), s_noenv);
+    assert_int_equal(s_o.node_rank, 1);
+    assert_string_equal(s_o.host, ""); /* not an address of this host: found by route as usual */
+    s_expect_ok(ARGV("--ips", "127.0.0.1", "prog"), s_noenv); /* one node: no coordinator to reach */
+    assert_int_equal(s_o.nnodes, 1);
+    assert_string_equal(s_o.master, "");
+    s_expect_ok(ARGV("--rank", "1", "--nnodes", "2", "--master", "a:1", "prog"), s_noenv);
+    assert_int_equal(s_o.node_rank, 1);
+
+    s_expect_fail(ARGV("--ips", "198.18.255.253,198.18.255.254", "prog"), s_noenv,
+                  "none of these addresses belongs to this host", "127.0.0.1", "--rank R", NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,127.0.0.1", "prog"), s_noenv, "127.0.0.1 is listed twice", NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,node1", "prog"), s_noenv, "entry 2 ('node1') is not an IPv4", NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,", "prog"), s_noenv, "entry 2 ('') is not an IPv4", NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,198.18.255.254", "--nnodes", "3", "prog"), s_noenv,
+                  "--nnodes 3 disagrees with --ips, which lists 2 nodes", NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,198.18.255.254", "--master", "a:1", "prog"), s_noenv, "drop --master",
+                  NULL);
+    s_expect_fail(ARGV("--ips", "127.0.0.1,198.18.255.254", "--rank", "2", "prog"), s_noenv,
+                  "--node-rank 2 is outside 0..1", NULL);
+    s_expect_fail(ARGV("prog"), ENVP("PLAUNCH_IPS=1.2.3"), "environment PLAUNCH_IPS '1.2.3'", NULL);
+}
+
 static void test_help_and_version(void **state)
 {
     static char out[16384];
@@ -329,6 +404,9 @@ int main(void)
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_missing_program_and_value),
         cmocka_unit_test(test_env_errors_name_variable),
+        cmocka_unit_test(test_torchrun_master_spellings),
+        cmocka_unit_test(test_standalone),
+        cmocka_unit_test(test_paddle_ips_and_rank),
         cmocka_unit_test(test_help_and_version),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);

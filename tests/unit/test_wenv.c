@@ -99,6 +99,8 @@ static const struct kv s_common_w1[] = {
     { "TORCHELASTIC_RESTART_COUNT", "3" },
     { "TORCHELASTIC_MAX_RESTARTS", "5" },
     { "TORCHELASTIC_RUN_ID", "job-x" },
+    { "TORCHELASTIC_ERROR_FILE", "/abs/log/error.5.json" },
+    { "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1" },
     { "PADDLE_TRAINER_ID", "5" },
     { "PADDLE_TRAINERS_NUM", "8" },
     { "PADDLE_TRAINER_ENDPOINTS", "10.1.2.3:30001,10.1.2.3:30002" },
@@ -175,7 +177,7 @@ static void test_stale_values_dropped(void **state)
         "RANK=99", "LOCAL_RANK=9", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1", "GROUP_RANK=7", "GROUP_WORLD_SIZE=9",
         "ROLE_NAME=trainer", "ROLE_RANK=9", "ROLE_WORLD_SIZE=9", "MASTER_ADDR=old", "MASTER_PORT=1",
         "TORCHELASTIC_RESTART_COUNT=9", "TORCHELASTIC_MAX_RESTARTS=9", "TORCHELASTIC_RUN_ID=old",
-        "TORCHELASTIC_USE_AGENT_STORE=True", "PADDLE_TRAINER_ID=9", "PADDLE_TRAINERS_NUM=9",
+        "TORCHELASTIC_USE_AGENT_STORE=True", "TORCHELASTIC_ERROR_FILE=/old/error.json", "PADDLE_TRAINER_ID=9", "PADDLE_TRAINERS_NUM=9",
         "PADDLE_TRAINER_ENDPOINTS=old:1", "PADDLE_CURRENT_ENDPOINT=old:1", "PADDLE_MASTER=old:1",
         "PADDLE_NNODES=9", "PADDLE_GLOBAL_SIZE=9", "PADDLE_LOCAL_SIZE=9", "PADDLE_GLOBAL_RANK=9",
         "PADDLE_LOCAL_RANK=9", "PADDLE_RANK_IN_NODE=9", "PADDLE_LOG_DIR=/old", "FLAGS_selected_gpus=9",
@@ -211,6 +213,21 @@ static void test_omp_num_threads(void **state)
     s_job_init(1, 2, NULL);
     envp = wenv_build(&s_job, &s_workers[0]);
     s_expect(envp, "OMP_NUM_THREADS", "1");
+    s_done(envp);
+}
+
+/* As torchrun: TORCH_NCCL_ASYNC_ERROR_HANDLING=1 only when the user set neither it nor its older name. */
+static void test_nccl_async_error_handling(void **state)
+{
+    s_job_init(1, 2, (char *[]){ "TORCH_NCCL_ASYNC_ERROR_HANDLING=0", NULL });
+    char **envp = wenv_build(&s_job, &s_workers[0]);
+    s_expect(envp, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "0");
+    s_done(envp);
+
+    s_job_init(1, 2, (char *[]){ "NCCL_ASYNC_ERROR_HANDLING=3", NULL });
+    envp = wenv_build(&s_job, &s_workers[0]);
+    s_expect(envp, "TORCH_NCCL_ASYNC_ERROR_HANDLING", NULL);
+    s_expect(envp, "NCCL_ASYNC_ERROR_HANDLING", "3");
     s_done(envp);
 }
 
@@ -250,6 +267,9 @@ static void test_largest_values(void **state)
     s_expect(envp, "PADDLE_TRAINER_ENDPOINTS", endpoints);
     s_expect(envp, "CUDA_VISIBLE_DEVICES", visible);
     s_expect(envp, "PADDLE_LOG_DIR", s_job.log_dir);
+    char errfile[sizeof s_job.log_dir + 32];
+    snprintf(errfile, sizeof errfile, "%s/error.5.json", s_job.log_dir);
+    s_expect(envp, "TORCHELASTIC_ERROR_FILE", errfile);
     s_expect(envp, "PLAUNCH_AGENT", s_job.agent_endpoint);
     s_expect(envp, "PLAUNCH_GPU", s_workers[1].gpu);
     s_expect(envp, "MASTER_ADDR", s_job.host_addr);
@@ -264,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_worker_zero_differs_only_in_rank),
         cmocka_unit_test(test_stale_values_dropped),
         cmocka_unit_test(test_omp_num_threads),
+        cmocka_unit_test(test_nccl_async_error_handling),
         cmocka_unit_test(test_cpu_mode),
         cmocka_unit_test(test_largest_values),
     };

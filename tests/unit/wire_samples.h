@@ -32,6 +32,7 @@ struct sample {
     char *node_addrs[2];
     uint32_t endpoint_ports[6];
     char *log_tail[2];
+    char *error_quote[1];
     uint8_t id[WIRE_NCCL_ID_BYTES];
     char json[64];
 };
@@ -56,6 +57,7 @@ static void sample_fill_bodies(struct sample *s)
     s->node_addrs[1] = "fd00::2";
     s->log_tail[0] = "Traceback (most recent call last):";
     s->log_tail[1] = "RuntimeError: CUDA error: out of memory";
+    s->error_quote[0] = "RuntimeError: CUDA error: out of memory";
     snprintf(s->json, sizeof s->json, "{\"busbw_gbps\": 81.5}");
 
     plaunch__hello__init(&s->hello);
@@ -110,6 +112,8 @@ static void sample_fill_bodies(struct sample *s)
     s->worker_exit.exit_time_unix_ms = 1700000000123ULL;
     s->worker_exit.n_log_tail = 2;
     s->worker_exit.log_tail = s->log_tail;
+    s->worker_exit.n_error_quote = 1;
+    s->worker_exit.error_quote = s->error_quote;
 
     plaunch__stop__init(&s->stop);
     s->stop.reason = PLAUNCH__STOP__REASON__WORKER_FAILED;
