@@ -12,7 +12,7 @@
 
 #include "wire.pb-c.h"
 
-#define WIRE_PROTOCOL_VERSION 1u
+#define WIRE_PROTOCOL_VERSION 2u
 
 /* Bounds (docs/protocol.md explains each). The largest valid message is an ASSIGN for 65536 ranks. */
 #define WIRE_MAX_MSG         (1u << 20)  /* encoded envelope, checked before unpacking */

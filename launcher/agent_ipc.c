@@ -1,5 +1,5 @@
 /* agent_ipc: the node agent's ipc:// endpoint for libplaunch workers: takes their NCCL id and barrier
- * requests up to the coordinator and hands the answers back to every worker waiting on the key. */
+ * requests up to the coordinator and hands each answer or refusal back to the workers waiting for it. */
 #include "agent_ipc.h"
 
 #include <errno.h>
@@ -8,13 +8,15 @@
 #include <string.h>
 
 #include "log.h"
+#include "lograte.h"
 
 #define IPC_MAX_ROUTING_ID 256
 
-/* A worker waiting for the answer about key: its ROUTER routing id. */
+/* A worker waiting for the answer about key: its rank and ROUTER routing id. */
 struct waiter {
     wire_type_t answer; /* WIRE_NCCL_ID or WIRE_BARRIER_DONE */
     char key[WIRE_MAX_KEY + 1];
+    uint32_t rank;
     unsigned char rid[IPC_MAX_ROUTING_ID];
     size_t rid_len;
 };
@@ -28,36 +30,75 @@ struct agent_ipc {
     void *arg;
     struct waiter *waiters;
     int nwaiters, cap;
+    struct lograte refusals;   /* refusals are the workers' to report: the log only counts them */
 };
 
 static void s_send_to(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_len, const wire_msg_t *m)
 {
-    unsigned char buf[1024];
     char err[256];
-    ssize_t n = wire_encode(m, buf, sizeof buf, err, sizeof err);
-    if (n < 0) {
+    size_t len;
+    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
+    if (!buf) {
         log_error("agent: cannot encode %s for a worker: %s", wire_type_name(m->body_case), err);
+        ipc->up(ipc->arg, NULL); /* a worker would wait for it: the job ends */
         return;
     }
     /* ROUTER_MANDATORY: a worker that went away makes this fail instead of queueing; nothing else to do. */
     if (zmq_send(ipc->sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        zmq_send(ipc->sock, buf, (size_t)n, ZMQ_DONTWAIT) < 0)
+        zmq_send(ipc->sock, buf, len, ZMQ_DONTWAIT) < 0)
         log_debug("agent: worker gone before its %s: %s", wire_type_name(m->body_case), zmq_strerror(errno));
+    free(buf);
 }
 
-static void s_refuse(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_len, int code, const char *text)
+/* The request a worker message makes: its type, key and rank (key "" when it is not a known request). */
+static const char *s_request(const wire_msg_t *m, uint32_t *rank)
+{
+    *rank = 0;
+    switch (m ? m->body_case : WIRE_NONE) {
+    case WIRE_NCCL_ID_PUT:
+        *rank = m->nccl_id_put->rank;
+        return m->nccl_id_put->key;
+    case WIRE_NCCL_ID_GET:
+        *rank = m->nccl_id_get->rank;
+        return m->nccl_id_get->key;
+    case WIRE_BARRIER:
+        *rank = m->barrier->rank;
+        return m->barrier->key;
+    default:
+        return "";
+    }
+}
+
+/* Refuses the request m (NULL: a message that did not decode) of the worker at rid. */
+static void s_refuse(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_len, const wire_msg_t *req, int code,
+                     const char *text)
 {
     Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
     wire_msg_t m;
     r.code = code;
     r.text = (char *)text;
+    r.key = (char *)s_request(req, &r.rank);
+    r.request = *r.key ? (uint32_t)req->body_case : 0;
     wire_init(&m, ipc->job_id, ipc->generation, WIRE_REFUSE, &r);
+    lograte_msg(&ipc->refusals, LOG_WARN, "agent refused a worker's %s '%s': %s",
+                r.request ? wire_type_name(req->body_case) : "message", r.key, text);
     s_send_to(ipc, rid, rid_len, &m);
 }
 
-static int s_add_waiter(agent_ipc_t *ipc, wire_type_t answer, const char *key, const unsigned char *rid,
-                        size_t rid_len)
+/* A worker waits for the answer about (key, rank); a repeated request of a rank still waiting (its own call timed
+ * out and it asked again) keeps one waiter, which then answers the newest caller: the coordinator counts an
+ * arrival once as well, and a second answer would be taken for the rank's next call. Returns 1 for a repeat. */
+static int s_add_waiter(agent_ipc_t *ipc, wire_type_t answer, const char *key, uint32_t rank,
+                        const unsigned char *rid, size_t rid_len)
 {
+    for (int i = 0; i < ipc->nwaiters; i++) {
+        struct waiter *w = &ipc->waiters[i];
+        if (w->answer == answer && w->rank == rank && strcmp(w->key, key) == 0) {
+            memcpy(w->rid, rid, rid_len);
+            w->rid_len = rid_len;
+            return 1;
+        }
+    }
     if (ipc->nwaiters == ipc->cap) {
         int cap = ipc->cap ? ipc->cap * 2 : 16;
         struct waiter *w = realloc(ipc->waiters, (size_t)cap * sizeof *w);
@@ -69,6 +110,7 @@ static int s_add_waiter(agent_ipc_t *ipc, wire_type_t answer, const char *key, c
     struct waiter *w = &ipc->waiters[ipc->nwaiters++];
     w->answer = answer;
     snprintf(w->key, sizeof w->key, "%s", key);
+    w->rank = rank;
     memcpy(w->rid, rid, rid_len);
     w->rid_len = rid_len;
     return 0;
@@ -80,13 +122,11 @@ static void s_on_request(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_
     char err[512];
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_IPC, err, sizeof err);
     if (!m) {
-        log_warn("agent: bad message from a worker: %s", err);
-        s_refuse(ipc, rid, rid_len, PLAUNCH__REFUSE__CODE__BAD_REQUEST, err);
+        s_refuse(ipc, rid, rid_len, NULL, PLAUNCH__REFUSE__CODE__BAD_REQUEST, err);
         return;
     }
     if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, ipc->job_id, err, sizeof err) < 0) {
-        log_warn("agent: worker refused: %s", err);
-        s_refuse(ipc, rid, rid_len,
+        s_refuse(ipc, rid, rid_len, m,
                  m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
                                                               : PLAUNCH__REFUSE__CODE__BAD_JOB, err);
         goto out;
@@ -94,15 +134,19 @@ static void s_on_request(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_
     if (m->generation != ipc->generation) {
         snprintf(err, sizeof err, "request from generation %u; the job is in generation %u", m->generation,
                  ipc->generation);
-        s_refuse(ipc, rid, rid_len, PLAUNCH__REFUSE__CODE__STALE_GENERATION, err);
+        s_refuse(ipc, rid, rid_len, m, PLAUNCH__REFUSE__CODE__STALE_GENERATION, err);
         goto out;
     }
+    int repeat = 0;
     if (m->body_case == WIRE_NCCL_ID_GET)
-        s_add_waiter(ipc, WIRE_NCCL_ID, m->nccl_id_get->key, rid, rid_len);
+        repeat = s_add_waiter(ipc, WIRE_NCCL_ID, m->nccl_id_get->key, m->nccl_id_get->rank, rid, rid_len);
     else if (m->body_case == WIRE_BARRIER)
-        s_add_waiter(ipc, WIRE_BARRIER_DONE, m->barrier->key, rid, rid_len);
-    if (ipc->up(ipc->arg, m) < 0)
-        s_refuse(ipc, rid, rid_len, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN, "the coordinator is not reachable");
+        repeat = s_add_waiter(ipc, WIRE_BARRIER_DONE, m->barrier->key, m->barrier->rank, rid, rid_len);
+    if (repeat < 0)
+        s_refuse(ipc, rid, rid_len, m, PLAUNCH__REFUSE__CODE__BAD_REQUEST, "the agent is out of memory");
+    else if (!repeat && ipc->up(ipc->arg, m) < 0)
+        s_refuse(ipc, rid, rid_len, m, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN,
+                 "the job is not running a generation (stopping, or between generations)");
 out:
     wire_free(&m);
 }
@@ -149,6 +193,7 @@ agent_ipc_t *agent_ipc_new(void *zctx, loop_t *loop, const char *endpoint, const
     ipc->loop = loop;
     ipc->up = up;
     ipc->arg = arg;
+    lograte_init(&ipc->refusals, LOGRATE_INTERVAL_S);
     snprintf(ipc->job_id, sizeof ipc->job_id, "%s", job_id);
     ipc->sock = zmq_socket(zctx, ZMQ_ROUTER);
     if (!ipc->sock || zmq_setsockopt(ipc->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
@@ -177,6 +222,7 @@ void agent_ipc_destroy(agent_ipc_t **pipc)
         loop_remove_socket(ipc->loop, ipc->sock);
         zmq_close(ipc->sock);
     }
+    lograte_flush(&ipc->refusals, LOG_INFO);
     free(ipc->waiters);
     free(ipc);
     *pipc = NULL;
@@ -191,23 +237,48 @@ void agent_ipc_set_generation(agent_ipc_t *ipc, uint32_t gen)
 {
     ipc->generation = gen;
     ipc->nwaiters = 0;
+    lograte_flush(&ipc->refusals, LOG_INFO);
+}
+
+/* Whether waiter w is one that m answers. */
+static int s_answers(const wire_msg_t *m, const struct waiter *w)
+{
+    if (m->body_case == WIRE_NCCL_ID)
+        return w->answer == WIRE_NCCL_ID && strcmp(w->key, m->nccl_id->key) == 0;
+    if (m->body_case == WIRE_REFUSE) /* a refused PUT also ends rank 0's wait for the id it could not publish */
+        return w->answer == (m->refuse->request == WIRE_BARRIER ? WIRE_BARRIER_DONE : WIRE_NCCL_ID) &&
+               w->rank == m->refuse->rank && strcmp(w->key, m->refuse->key) == 0;
+    const Plaunch__BarrierDone *d = m->barrier_done;
+    int listed = d->n_ranks == 0;
+    for (size_t i = 0; i < d->n_ranks && !listed; i++)
+        listed = d->ranks[i] == w->rank;
+    return w->answer == WIRE_BARRIER_DONE && listed && strcmp(w->key, d->key) == 0;
 }
 
 void agent_ipc_deliver(agent_ipc_t *ipc, const wire_msg_t *m)
 {
-    const char *key = m->body_case == WIRE_NCCL_ID ? m->nccl_id->key
-                      : m->body_case == WIRE_BARRIER_DONE ? m->barrier_done->key : NULL;
-    if (!key) {
+    int j = 0, sent = 0;
+    if (m->body_case == WIRE_REFUSE && m->refuse->request != WIRE_NCCL_ID_PUT &&
+        m->refuse->request != WIRE_NCCL_ID_GET && m->refuse->request != WIRE_BARRIER) {
+        log_warn("coordinator refused a request of this node: %s", m->refuse->text);
+        return;
+    }
+    if (m->body_case != WIRE_REFUSE && m->body_case != WIRE_NCCL_ID && m->body_case != WIRE_BARRIER_DONE) {
         log_warn("agent: %s from the coordinator has no worker to go to", wire_type_name(m->body_case));
         return;
     }
-    int j = 0;
     for (int i = 0; i < ipc->nwaiters; i++) {
         struct waiter *w = &ipc->waiters[i];
-        if (w->answer == m->body_case && strcmp(w->key, key) == 0)
+        if (s_answers(m, w)) {
             s_send_to(ipc, w->rid, w->rid_len, m);
-        else
+            sent++;
+        } else {
             ipc->waiters[j++] = *w;
+        }
     }
     ipc->nwaiters = j;
+    if (m->body_case == WIRE_REFUSE)
+        lograte_msg(&ipc->refusals, LOG_WARN, "coordinator refused %s '%s' of rank %u%s: %s",
+                    wire_type_name(m->refuse->request), m->refuse->key, m->refuse->rank,
+                    sent ? " (the worker was told)" : "", m->refuse->text);
 }

@@ -53,25 +53,94 @@ struct agentctl {
     uint64_t last_heard_ns, started_ns;
     uint64_t hb_seq, hb_sent_ns;
     int hb_timer;
+    int state_timer;           /* the deadline of a state that waits on the coordinator */
 };
 
 static void s_send_join(agentctl_t *ac);
+static void s_finish(agentctl_t *ac, int code);
+
+/* What a message that cannot be encoded was meant to do would never happen, and someone would wait for it. */
+static void s_fatal(agentctl_t *ac, const char *what, const char *why)
+{
+    log_error("this node's agent cannot send %s: %s; ending the job on this node (exit status 125)", what, why);
+    s_finish(ac, 125);
+}
 
 static void s_up(agentctl_t *ac, const wire_msg_t *m)
 {
-    if (ac->cs)
-        coord_server_local_in(ac->cs, m);
-    else if (ac->link && link_send(ac->link, m) < 0)
-        log_debug("agent: %s not sent: no session with the coordinator", wire_type_name(m->body_case));
+    char err[256];
+    if (ac->cs) {
+        if (coord_server_local_in(ac->cs, m, err, sizeof err) < 0)
+            s_fatal(ac, wire_type_name(m->body_case), err);
+    } else if (ac->link && link_send(ac->link, m) < 0) {
+        if (errno == EBADMSG)
+            s_fatal(ac, wire_type_name(m->body_case), "it breaks a bound of the protocol (see plaunch.log)");
+        else
+            log_debug("agent: %s not sent: no session with the coordinator", wire_type_name(m->body_case));
+    }
 }
 
 static int s_worker_up(void *arg, const wire_msg_t *m)
 {
     agentctl_t *ac = arg;
+    if (!m) {
+        s_fatal(ac, "an answer to a worker", "it cannot be encoded (see plaunch.log)");
+        return -1;
+    }
     if (ac->st != AC_RUNNING)
         return -1;
     s_up(ac, m);
     return 0;
+}
+
+/* How long the agent waits in its state for the coordinator before it gives up (ms), 0 for no limit of its own:
+ * while its workers run, and while a multi-node job's other nodes run after this one said BYE (heartbeats bound
+ * that wait). Past the coordinator's own deadlines, so that its verdict comes first. */
+static int64_t s_state_limit_ms(const agentctl_t *ac)
+{
+    const struct opts *o = &ac->job->opt;
+    double wait = o->nnodes_min < o->nnodes && o->elastic_timeout > o->rdzv_timeout ? o->elastic_timeout
+                                                                                    : o->rdzv_timeout;
+    int64_t ms = (int64_t)((wait + o->heartbeat_timeout) * 1000);
+    switch (ac->st) {
+    case AC_CONNECTING:
+    case AC_JOINING:
+    case AC_VERDICT:
+        return ms;
+    case AC_WAIT_END:
+        return ac->job->multi ? 0 : ms;
+    default:
+        return 0;
+    }
+}
+
+static int s_on_state_deadline(loop_t *loop, int id, void *arg)
+{
+    static const char *const waits[] = {
+        [AC_CONNECTING] = "to hear from it", [AC_JOINING] = "for the world of the next generation",
+        [AC_VERDICT] = "for its verdict on this node's failed workers", [AC_WAIT_END] = "for the end of the job",
+    };
+    agentctl_t *ac = arg;
+    if (id != ac->state_timer)
+        return 0;
+    ac->state_timer = 0;
+    log_error("the coordinator at %s left this node waiting %s for %.0f s; ending the job on this node "
+              "(exit status 125)", ac->hosts_coord ? "this node" : ac->endpoint, waits[ac->st],
+              (double)s_state_limit_ms(ac) / 1000);
+    s_finish(ac, 125);
+    return 0;
+}
+
+/* Every state that waits on the coordinator has a deadline. */
+static void s_set_state(agentctl_t *ac, enum ac_state st)
+{
+    ac->st = st;
+    if (!ac->loop)
+        return;
+    if (ac->state_timer > 0)
+        loop_timer_cancel(ac->loop, ac->state_timer);
+    int64_t ms = s_state_limit_ms(ac);
+    ac->state_timer = ms > 0 ? loop_timer_after_ms(ac->loop, ms, s_on_state_deadline, ac) : 0;
 }
 
 static void s_send_bye(agentctl_t *ac, int code)
@@ -80,13 +149,13 @@ static void s_send_bye(agentctl_t *ac, int code)
     wire_msg_t m;
     bye.exit_status = (uint32_t)(code & 0xff);
     wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_BYE, &bye);
-    ac->st = AC_WAIT_END;
+    s_set_state(ac, AC_WAIT_END);
     s_up(ac, &m);
 }
 
 static void s_finish(agentctl_t *ac, int code)
 {
-    ac->st = AC_DONE;
+    s_set_state(ac, AC_DONE);
     sup_finish(ac->sup, code);
 }
 
@@ -177,7 +246,7 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
             s_send_join(ac); /* first contact, or a new session after a broken one */
         return;
     }
-    if (m->body_case == WIRE_REFUSE && (ac->st == AC_CONNECTING || ac->st == AC_JOINING)) {
+    if (m->body_case == WIRE_REFUSE && !m->refuse->request && (ac->st == AC_CONNECTING || ac->st == AC_JOINING)) {
         /* before any HELLO the job id is not known yet: a refusal is the answer whatever its job */
         log_error("the coordinator at %s refused this node: %s", ac->endpoint, m->refuse->text);
         s_finish(ac, 2);
@@ -198,7 +267,7 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
             s_finish(ac, 125);
             break;
         }
-        ac->st = AC_RUNNING;
+        s_set_state(ac, AC_RUNNING);
         ac->stop_reason = 0;
         ac->assigned = 1;
         sup_start(ac->sup);
@@ -210,13 +279,8 @@ static void s_on_msg(agentctl_t *ac, const wire_msg_t *m)
     case WIRE_BARRIER_DONE:
         agent_ipc_deliver(ac->sv.ipc, m);
         break;
-    case WIRE_REFUSE:
-        if (ac->st == AC_CONNECTING || ac->st == AC_JOINING) {
-            log_error("the coordinator at %s refused this node: %s", ac->endpoint, m->refuse->text);
-            s_finish(ac, 2);
-        } else {
-            log_warn("coordinator refused a request: %s", m->refuse->text);
-        }
+    case WIRE_REFUSE: /* of a worker's request: it goes to that worker */
+        agent_ipc_deliver(ac->sv.ipc, m);
         break;
     case WIRE_REPORT:
         if (strcmp(m->report->kind, "summary") == 0) {
@@ -300,7 +364,7 @@ static void s_send_join(agentctl_t *ac)
                                                                  : (uint32_t)job->generation;
     wire_init(&m, job->job_id, ac->st == AC_RUNNING ? (uint32_t)job->generation : gen, WIRE_JOIN, &j);
     if (ac->st != AC_RUNNING)
-        ac->st = AC_JOINING;
+        s_set_state(ac, AC_JOINING);
     s_up(ac, &m);
 }
 
@@ -354,6 +418,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     ac->sup = s;
     ac->loop = loop;
     ac->started_ns = loop_now_ns();
+    s_set_state(ac, AC_CONNECTING);
     if (services_open(&ac->sv, ac->job, loop, err, sizeof err) < 0) {
         log_error("%s", err);
         return -1;
@@ -445,12 +510,12 @@ static void s_gen_over(void *arg, const struct job *job, int code)
     if (ac->st == AC_DONE)
         return;
     if (ac->stop_reason == PLAUNCH__STOP__REASON__RESTART) {
-        ac->st = AC_VERDICT;
+        s_set_state(ac, AC_VERDICT);
         s_send_join(ac);
     } else if (ac->stop_reason || code == 0) {
         s_send_bye(ac, code);
     } else {
-        ac->st = AC_VERDICT; /* our failure: the coordinator decides between restart and the end */
+        s_set_state(ac, AC_VERDICT); /* our failure: the coordinator decides between restart and the end */
     }
 }
 
@@ -470,6 +535,8 @@ static void s_teardown(void *arg)
     agentctl_t *ac = arg;
     if (ac->hb_timer > 0)
         loop_timer_cancel(ac->loop, ac->hb_timer);
+    if (ac->state_timer > 0)
+        loop_timer_cancel(ac->loop, ac->state_timer);
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     services_close(&ac->sv);

@@ -4,17 +4,25 @@
 #ifndef PLAUNCH_COORD_H
 #define PLAUNCH_COORD_H
 
+#include "loop.h"
 #include "wire.h"
+
+#define COORD_MAX_KEYS 1024     /* NCCL id keys per generation; a program making more communicators is refused */
+#define COORD_MAX_BARRIERS 1024 /* barrier instances open at once, those that timed out included */
 
 typedef struct coord coord_t;
 /* Sends m to agent `peer`; returns 0 or -1 (the peer is then treated as gone for this request). */
 typedef int (*coord_send_fn)(void *arg, int peer, const wire_msg_t *m);
 
-coord_t *coord_new(const char *job_id, coord_send_fn send, void *arg);
+/* Barrier deadlines are timers of loop (NULL: barriers never time out, for tests without a loop). */
+coord_t *coord_new(const char *job_id, loop_t *loop, coord_send_fn send, void *arg);
 void coord_destroy(coord_t **c);
 /* Starts generation gen of world_size ranks: forgets ids, aborts barriers still waiting. */
 void coord_set_generation(coord_t *c, uint32_t gen, uint32_t world_size);
-/* Handles NCCL_ID_PUT, NCCL_ID_GET and BARRIER from agent `peer` (already decoded and checked). */
+/* Handles NCCL_ID_PUT, NCCL_ID_GET and BARRIER from agent `peer` (already decoded and checked). A refusal goes
+ * back as REFUSE naming the request (type, key, rank); a barrier is over when every rank arrived (OK), when the
+ * timeout of a rank that arrived runs out (TIMEOUT, also for every rank that arrives at it later), or when the
+ * generation ends (ABORTED). */
 void coord_on_msg(coord_t *c, int peer, const wire_msg_t *m);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,5 +223,22 @@ void cw_rendezvous_timeout(coord_server_t *cs)
     cs->job_status = 125;
     cs->status_set = 1;
     cw_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
+    s_finish(cs);
+}
+
+void cw_fatal(coord_server_t *cs, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    if (cs->fatal || cs->state == CS_DONE)
+        return;
+    cs->fatal = 1;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    log_error("%s; ending the job (exit status 125)", text);
+    snprintf(cs->failure, sizeof cs->failure, "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
+    cs->job_status = 125;
+    cs->status_set = 1;
     s_finish(cs);
 }

@@ -66,6 +66,7 @@ struct coord_server {
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
+    int fatal;                  /* cw_fatal ran: the job is ending with 125 */
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
@@ -91,5 +92,8 @@ void cw_rendezvous_timeout(coord_server_t *cs);
 void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text);
 void cw_restart(coord_server_t *cs, const char *why);
 void cw_maybe_finish(coord_server_t *cs);
+/* The coordinator cannot go on (a message it must send cannot be encoded): logs why, ends the job for every node
+ * with exit status 125 (root cause and BYE, whatever can still be sent). Runs once. */
+void cw_fatal(coord_server_t *cs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -87,33 +87,16 @@ void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
 
 static int s_on_mail(loop_t *loop, int id, void *arg);
 
-/* Encodes m into a malloc'd buffer (caller frees); NULL after logging why. */
-static void *s_encode(const wire_msg_t *m, size_t *len)
+/* Queues the encoded message buf[len] for the other side of this process (see struct local_mail). */
+static int s_post(coord_server_t *cs, int to_agent, const void *buf, size_t len)
 {
-    char err[256];
-    void *buf = wire_encode_alloc(m, len, err, sizeof err);
-    if (!buf)
-        log_error("coordinator: cannot encode %s: %s", wire_type_name(m->body_case), err);
-    return buf;
-}
-
-/* Queues m for the other side of this process (see struct local_mail). */
-static int s_post(coord_server_t *cs, int to_agent, const wire_msg_t *m)
-{
-    size_t len;
-    void *buf = s_encode(m, &len);
-    if (!buf)
-        return -1;
     struct local_mail *mail = malloc(sizeof *mail + len);
-    if (!mail) {
-        free(buf);
+    if (!mail)
         return -1;
-    }
     mail->next = NULL;
     mail->to_agent = to_agent;
     mail->len = len;
     memcpy(mail->data, buf, len);
-    free(buf);
     if (cs->mail_tail)
         cs->mail_tail->next = mail;
     else
@@ -153,16 +136,21 @@ static int s_on_mail(loop_t *loop, int id, void *arg)
 int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
+    char err[256];
+    size_t len;
     if (!p->used)
         return -1;
-    if (p->local)
-        return s_post(cs, 1, m);
-    size_t len;
-    void *buf = s_encode(m, &len);
-    if (!buf)
+    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
+    if (!buf) {
+        /* What the coordinator cannot say, nobody waiting for it would ever hear: end the job. */
+        cw_fatal(cs, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
+                 p->local ? "this node" : p->host[0] ? p->host : p->from, err);
         return -1;
+    }
     int rc = 0;
-    if (!cs->tls) {
+    if (p->local) {
+        rc = s_post(cs, 1, buf, len);
+    } else if (!cs->tls) {
         rc = zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
                      zmq_send(cs->router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
     } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
@@ -444,7 +432,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->restarts_left = job->opt.max_restarts;
     cs->wait_for_more = 1;
-    cs->coord = coord_new(cs->job_id, (coord_send_fn)cs_send, cs);
+    cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)cs_send, cs);
     if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
         if (!cs->coord) {
             snprintf(err, errlen, "out of memory");
@@ -533,9 +521,17 @@ void coord_server_local_hello(coord_server_t *cs)
     s_send_hello(cs, 0);
 }
 
-void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m)
+int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
 {
-    s_post(cs, 0, m);
+    size_t len;
+    void *buf = wire_encode_alloc(m, &len, err, errlen);
+    if (!buf)
+        return -1;
+    int rc = s_post(cs, 0, buf, len);
+    free(buf);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
 }
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)

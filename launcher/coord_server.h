@@ -20,8 +20,8 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
 void coord_server_destroy(coord_server_t **cs);
 /* The local agent is ready: it gets its HELLO (and joins like any other). */
 void coord_server_local_hello(coord_server_t *cs);
-/* A message from this node's agent. */
-void coord_server_local_in(coord_server_t *cs, const wire_msg_t *m);
+/* A message from this node's agent; 0, or -1 with a message when it cannot be encoded (the agent ends the job). */
+int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
 /* This node's launcher got a stop signal: stop every node. */
 void coord_server_stop_signal(coord_server_t *cs, int sig);
 

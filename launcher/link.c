@@ -227,6 +227,7 @@ int link_send(link_t *l, const wire_msg_t *m)
     void *buf = wire_encode_alloc(m, &len, err, sizeof err);
     if (!buf) {
         log_error("link: cannot encode %s: %s", wire_type_name(m->body_case), err);
+        errno = EBADMSG; /* not a session problem: the sender must not wait for an answer */
         return -1;
     }
     int rc = 0;

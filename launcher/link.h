@@ -19,7 +19,8 @@ typedef void (*link_drop_fn)(void *arg, const char *reason, int fatal);
 link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, link_msg_fn on_msg,
                  link_drop_fn on_drop, void *arg, char *err, size_t errlen);
 void link_destroy(link_t **l);
-/* Sends one message; 0, or -1 when the session is not open (the caller retries after the next HELLO). */
+/* Sends one message; 0, or -1 with errno ENOTCONN when the session is not open (the caller retries after the
+ * next HELLO), EBADMSG when m breaks a bound of the protocol (logged; it can never be sent). */
 int link_send(link_t *l, const wire_msg_t *m);
 /* Starts a new session (new TLS handshake). */
 void link_reset(link_t *l, const char *why);

@@ -15,6 +15,7 @@
 #include "wire.h"
 
 #define PL_DEFAULT_TIMEOUT_MS 600000 /* NCCL id waits for rank 0 to start: generous, but never forever */
+#define PL_VERDICT_MARGIN_MS 2000     /* a barrier waits this much past its timeout for the coordinator's verdict */
 
 struct plaunch {
     void *zctx;
@@ -126,7 +127,15 @@ static int64_t s_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for the agent's answer about key (NCCL_ID or BARRIER_DONE) until timeout_ms; returns the message. */
+/* Whether the refusal r is about a request of this rank for key (the agent's refusal of a message it could not
+ * read names no request: it can only be about the call under way). */
+static int s_refuses(const plaunch_t *p, const Plaunch__Refuse *r, const char *key)
+{
+    return !r->request || (r->rank == (uint32_t)p->rank && strcmp(r->key, key) == 0);
+}
+
+/* Waits for the agent's answer about key (NCCL_ID or BARRIER_DONE) until timeout_ms; returns the message. A
+ * refusal of the request ends the wait at once with its reason. */
 static wire_msg_t *s_wait(plaunch_t *p, wire_type_t want, const char *key, int timeout_ms)
 {
     int64_t deadline = s_now_ms() + timeout_ms;
@@ -152,8 +161,10 @@ static wire_msg_t *s_wait(plaunch_t *p, wire_type_t want, const char *key, int t
             s_fail(p, EPROTO, "bad message from the agent: %s", err);
             return NULL;
         }
-        if (m->body_case == WIRE_REFUSE) {
-            s_fail(p, EPROTO, "the agent refused %s '%s': %s", wire_type_name(want), key, m->refuse->text);
+        if (m->body_case == WIRE_REFUSE && s_refuses(p, m->refuse, key)) {
+            s_fail(p, EPROTO, "plaunch refused %s '%s' of rank %d: %s",
+                   m->refuse->request ? wire_type_name(m->refuse->request) : wire_type_name(want), key, p->rank,
+                   m->refuse->text);
             wire_free(&m);
             return NULL;
         }
@@ -166,7 +177,7 @@ static wire_msg_t *s_wait(plaunch_t *p, wire_type_t want, const char *key, int t
                            : m->body_case == WIRE_BARRIER_DONE ? m->barrier_done->key : "";
         if (m->body_case == want && strcmp(mkey, key) == 0)
             return m;
-        wire_free(&m); /* an answer to an earlier call that timed out */
+        wire_free(&m); /* an answer to an earlier call that timed out, or a refusal of one */
     }
 }
 
@@ -238,13 +249,18 @@ int plaunch_barrier(plaunch_t *p, const char *key, int timeout_ms)
         return -1;
     if (timeout_ms <= 0)
         timeout_ms = p->timeout_ms;
+    if ((uint32_t)timeout_ms > WIRE_MAX_MS)
+        return s_fail(p, EINVAL, "barrier '%s': timeout %d ms is longer than %u ms", key, timeout_ms, WIRE_MAX_MS);
     Plaunch__Barrier b = PLAUNCH__BARRIER__INIT;
     b.key = (char *)key;
     b.rank = (uint32_t)p->rank;
     b.timeout_ms = (uint32_t)timeout_ms;
     if (s_send(p, WIRE_BARRIER, &b) < 0)
         return -1;
-    wire_msg_t *m = s_wait(p, WIRE_BARRIER_DONE, key, timeout_ms);
+    /* The coordinator decides the timeout for every rank at once; waiting a little longer here only guards
+     * against an agent that went away, and the verdict normally comes first. */
+    int64_t wait_ms = (int64_t)timeout_ms + PL_VERDICT_MARGIN_MS + timeout_ms / 10;
+    wire_msg_t *m = s_wait(p, WIRE_BARRIER_DONE, key, wait_ms > INT_MAX ? INT_MAX : (int)wait_ms);
     if (!m)
         return -1;
     int status = m->barrier_done->status;
@@ -252,6 +268,9 @@ int plaunch_barrier(plaunch_t *p, const char *key, int timeout_ms)
     if (status != PLAUNCH__BARRIER_DONE__STATUS__OK)
         return s_fail(p, status == PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT ? ETIMEDOUT : ECANCELED,
                       "barrier '%s' %s", key,
-                      status == PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT ? "timed out on another rank" : "aborted");
+                      status == PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT
+                          ? "timed out: not every rank arrived within the timeout of a rank that did (the "
+                            "first one's, unless a later rank gave a shorter one)"
+                          : "aborted: the generation ended");
     return 0;
 }

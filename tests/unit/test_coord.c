@@ -79,7 +79,7 @@ static void s_barrier(coord_t *c, uint32_t gen, int peer, const char *key, uint3
 static void test_id_get_before_put(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, s_capture, &s);
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
     coord_set_generation(c, 0, 4);
     s_get(c, 0, 1, "world", 1);
     s_get(c, 0, 1, "world", 2); /* same agent twice: one answer serves both of its workers */
@@ -106,7 +106,7 @@ static void test_id_get_before_put(void **state)
 static void test_keys_are_separate_and_first_put_wins(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, s_capture, &s);
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
     coord_set_generation(c, 0, 2);
     s_put(c, 0, 0, "a", 0x11);
     s_put(c, 0, 0, "b", 0x22);
@@ -123,7 +123,7 @@ static void test_keys_are_separate_and_first_put_wins(void **state)
 static void test_new_generation_forgets_ids(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, s_capture, &s);
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
     coord_set_generation(c, 0, 2);
     s_put(c, 0, 0, "world", 0x44);
     coord_set_generation(c, 1, 2);
@@ -144,7 +144,7 @@ static void test_new_generation_forgets_ids(void **state)
 static void test_barrier_completes_and_is_reusable(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, s_capture, &s);
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
     coord_set_generation(c, 0, 3);
     for (int round = 0; round < 2; round++) {
         s_barrier(c, 0, 1, "step", 0);
@@ -165,7 +165,7 @@ static void test_barrier_completes_and_is_reusable(void **state)
 static void test_barrier_aborted_by_new_generation(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, s_capture, &s);
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
     coord_set_generation(c, 0, 2);
     s_barrier(c, 0, 1, "sync", 0);
     coord_set_generation(c, 1, 2);

@@ -261,6 +261,10 @@ static const struct bad s_bad[] = {
     { "refuse.code", SET_VALUE, 0, NULL, "refuse.code: 0 is not a valid Code" },
     { "refuse.code", SET_VALUE, 9, NULL, "refuse.code: 9 is not a valid Code" },
     { "refuse.text", SET_LEN, 1025, NULL, "refuse.text: 1025 bytes, more than the bound of 1024" },
+    { "refuse.request", SET_VALUE, 18, NULL, "refuse.request: 18 outside 0..17" },
+    { "refuse.key", SET_LEN, 129, NULL, "refuse.key: 129 bytes, more than the bound of 128" },
+    { "refuse.key", SET_STR, 0, "a b", "refuse.key: byte 0x20 at offset 1 is not allowed (printable ASCII, no spaces)" },
+    { "refuse.rank", SET_VALUE, 65536, NULL, "refuse.rank: 65536 outside 0..65535" },
     { "worker_exit.global_rank", SET_VALUE, 65536, NULL, "worker_exit.global_rank: 65536 outside 0..65535" },
     { "worker_exit.local_rank", SET_VALUE, 1024, NULL, "worker_exit.local_rank: 1024 outside 0..1023" },
     { "worker_exit.pid", SET_VALUE, 0, NULL, "worker_exit.pid: 0 outside 1..2147483647" },
@@ -296,6 +300,8 @@ static const struct bad s_bad[] = {
     { "barrier_done.key", SET_LEN, 0, NULL, "barrier_done.key: empty, must be set" },
     { "barrier_done.status", SET_VALUE, 0, NULL, "barrier_done.status: 0 is not a valid Status" },
     { "barrier_done.status", SET_VALUE, 4, NULL, "barrier_done.status: 4 is not a valid Status" },
+    { "barrier_done.ranks", SET_COUNT, 1025, NULL, "barrier_done.ranks: 1025 entries, more than the bound of 1024" },
+    { "barrier_done.ranks", SET_ELEM, 65536, NULL, "barrier_done.ranks[0]: 65536 outside 0..65535" },
     { "report.kind", SET_LEN, 0, NULL, "report.kind: empty, must be set" },
     { "report.kind", SET_LEN, 65, NULL, "report.kind: 65 bytes, more than the bound of 64" },
     { "report.json", SET_LEN, 0, NULL, "report.json: empty, must be set" },
@@ -481,7 +487,7 @@ static void test_nul_in_strings(void **state)
 
     /* From a newer peer, a NUL in the body drops the body, not the message. */
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 2;
+    s.msg.protocol_version = WIRE_PROTOCOL_VERSION + 1;
     buf = s_encode(&s.msg, &len);
     s_patch(buf, len, "gpu-07", "gpu\00007", 6);
     {
@@ -529,9 +535,10 @@ static void test_size_limits(void **state)
     assert_string_equal(err, "message of 1048577 bytes, more than WIRE_MAX_MSG (1048576)");
     assert_null(wire_decode(buf, 0, WIRE_ANY, err, sizeof err));
     assert_string_equal(err, "empty message");
-    /* protocol_version 1, then an ASSIGN of 500000 empty node_addrs: 1 MB on the wire, 12 MB and more unpacked. */
+    /* protocol_version (this one), then an ASSIGN of 500000 empty node_addrs: 1 MB on the wire, 12 MB and more
+     * unpacked. */
     buf[len++] = 0x08;
-    buf[len++] = 0x01;
+    buf[len++] = WIRE_PROTOCOL_VERSION;
     buf[len++] = 0x32;
     len += s_put_varint(buf + len, 2 * n);
     for (size_t i = 0; i < n; i++) {
@@ -577,7 +584,7 @@ static void test_random_bytes_refused(void **state)
         for (size_t j = 0; j < len; j++)
             buf[j] = (uint8_t)random();
         if (i % 2)
-            buf[0] = 0x08, buf[1] = 0x01; /* protocol_version 1 */
+            buf[0] = 0x08, buf[1] = WIRE_PROTOCOL_VERSION;
         assert_null(wire_decode(buf, len, WIRE_ANY, err, sizeof err));
     }
 }
@@ -649,56 +656,56 @@ static void test_version_mismatch(void **state)
     char err[512];
 
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 2;
+    s.msg.protocol_version = 3;
     s.join.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 1, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 2, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 1: upgrade plaunch on the coordinator's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 2, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 3, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 2: upgrade plaunch on the coordinator's node");
 
     sample_init(&s, WIRE_JOIN);
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 2, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 1, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 2: upgrade plaunch on node gpu-07");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 2, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on node gpu-07");
 
     sample_init(&s, WIRE_HELLO);
-    s.msg.protocol_version = 2;
+    s.msg.protocol_version = 3;
     s.hello.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 1, NULL, err, sizeof err), -1);
-    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 2, agent (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 1: upgrade plaunch on the agent's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 2, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 3, agent (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 2: upgrade plaunch on the agent's node");
 
     /* A newer peer's JOIN that breaks this version's bounds: the body is dropped, the version still reported. */
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 3;
+    s.msg.protocol_version = 4;
     s.join.nproc = 2000;
     s.join.n_worker_ports = 0;
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 1, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 3, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 1: upgrade plaunch on this node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 2, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 4, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 2: upgrade plaunch on this node");
 
     sample_init(&s, WIRE_HEARTBEAT);
-    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 1, SAMPLE_JOB, err, sizeof err), 0);
+    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 2, SAMPLE_JOB, err, sizeof err), 0);
 }
 
 static void test_newer_body_type(void **state)
 {
-    /* protocol_version 2, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
-    static const uint8_t buf[] = { 0x08, 0x02, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
+    /* protocol_version 3, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
+    static const uint8_t buf[] = { 0x08, 0x03, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
     char err[512];
     wire_msg_t *in = wire_decode(buf, sizeof buf, WIRE_ANY, err, sizeof err);
     assert_non_null(in);
     assert_int_equal(in->body_case, WIRE_NONE);
-    assert_int_equal(wire_check_peer(in, 1, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 2, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 1: upgrade plaunch on this node");
+    assert_int_equal(wire_check_peer(in, 2, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 3, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 2: upgrade plaunch on this node");
     wire_free(&in);
     /* The same from a peer of this version is refused by the decoder: same version, same schema. */
     {
         uint8_t v1[sizeof buf];
         memcpy(v1, buf, sizeof buf);
-        v1[1] = 0x01;
+        v1[1] = 0x02;
         assert_null(wire_decode(v1, sizeof v1, WIRE_ANY, err, sizeof err));
-        assert_string_equal(err, "envelope: field 30 is not in protocol 1 (a peer built from other sources?)");
+        assert_string_equal(err, "envelope: field 30 is not in protocol 2 (a peer built from other sources?)");
     }
 }
 
@@ -708,10 +715,10 @@ static void test_job_mismatch(void **state)
     char err[512];
     sample_init(&s, WIRE_JOIN);
     s.msg.job_id = "job-2";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 1, SAMPLE_JOB, err, sizeof err), -1);
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, WIRE_PROTOCOL_VERSION, SAMPLE_JOB, err, sizeof err), -1);
     assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) is in job 'job-2', coordinator (plaunch "
                              PLAUNCH_VERSION ") runs job 'job-1': start every node with the same job id");
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 1, NULL, err, sizeof err), 0);
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, WIRE_PROTOCOL_VERSION, NULL, err, sizeof err), 0);
 }
 
 int main(void)

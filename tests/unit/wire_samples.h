@@ -33,6 +33,7 @@ struct sample {
     uint32_t endpoint_ports[6];
     char *log_tail[2];
     char *error_quote[1];
+    uint32_t done_ranks[2];
     uint8_t id[WIRE_NCCL_ID_BYTES];
     char json[64];
 };
@@ -95,8 +96,11 @@ static void sample_fill_bodies(struct sample *s)
     s->assign.heartbeat_timeout_ms = 10000;
 
     plaunch__refuse__init(&s->refuse);
-    s->refuse.code = PLAUNCH__REFUSE__CODE__FULL;
-    s->refuse.text = "job job-1 has its 2 nodes already";
+    s->refuse.code = PLAUNCH__REFUSE__CODE__BAD_REQUEST;
+    s->refuse.text = "too many barriers open at once";
+    s->refuse.request = WIRE_BARRIER;
+    s->refuse.key = "init";
+    s->refuse.rank = 2;
 
     plaunch__heartbeat__init(&s->heartbeat);
     s->heartbeat.seq = 9;
@@ -144,6 +148,10 @@ static void sample_fill_bodies(struct sample *s)
     plaunch__barrier_done__init(&s->barrier_done);
     s->barrier_done.key = "init";
     s->barrier_done.status = PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT;
+    s->done_ranks[0] = 2;
+    s->done_ranks[1] = 3;
+    s->barrier_done.n_ranks = 2;
+    s->barrier_done.ranks = s->done_ranks;
 
     plaunch__report__init(&s->report);
     s->report.kind = "probe";
