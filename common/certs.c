@@ -1,6 +1,7 @@
 /* certs: the private job CA and node certificates (plaunch certs), made and loaded with the OpenSSL API. */
 #include "certs.h"
 
+#include "optfile.h"
 #include "secfile.h"
 
 #include <arpa/inet.h>
@@ -16,7 +17,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
-#define KEY_FILE_MAX (16 * 1024)
+#define KEY_FILE_MAX (OPTFILE_MAX_PEM + 1)
 
 const char *certs_ssl_reason(char *buf, size_t len)
 {
@@ -72,11 +73,9 @@ X509 *certs_load_cert(const char *path, char *err, size_t errlen)
 {
     char reason[256];
     X509 *cert;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        snprintf(err, errlen, "cannot open certificate %s: %s", path, strerror(errno));
+    FILE *f = optfile_fopen(path, "certificate", OPTFILE_MAX_PEM, err, errlen);
+    if (!f)
         return NULL;
-    }
     cert = PEM_read_X509(f, NULL, NULL, NULL);
     fclose(f);
     if (!cert)

@@ -9,21 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "optfile.h"
+
 int secfile_read(const char *path, const char *what, char *buf, size_t cap, size_t *len, char *err, size_t errlen)
 {
     struct stat st;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+    int fd = optfile_open(path, what, cap - 1, err, errlen); /* a regular file, not a FIFO or a device */
+    if (fd < 0)
         return -1;
-    }
     if (fstat(fd, &st) < 0) {
         snprintf(err, errlen, "cannot stat %s %s: %s", what, path, strerror(errno));
-        goto error;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s %s is not a regular file", what, path);
         goto error;
     }
     /* Checked on the open descriptor, so a chmod race cannot slip a readable file past us. */
@@ -32,26 +27,9 @@ int secfile_read(const char *path, const char *what, char *buf, size_t cap, size
                  (unsigned)(st.st_mode & 07777), path);
         goto error;
     }
-    if ((size_t)st.st_size >= cap) {
-        snprintf(err, errlen, "%s %s is too large (%lld bytes, at most %zu)", what, path, (long long)st.st_size,
-                 cap - 1);
+    if (optfile_read_fd(fd, path, what, buf, cap, len, err, errlen) < 0)
         goto error;
-    }
-    while (got < cap - 1) {
-        ssize_t n = read(fd, buf + got, cap - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            snprintf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
-            goto error;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
     close(fd);
-    buf[got] = '\0';
-    *len = got;
     return 0;
 error:
     close(fd);

@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Reads the regular file path into buf (NUL-terminated, so at most cap-1 bytes) and sets *len. Refuses a file that
- * group or others may read or write, naming the chmod that fixes it; what names the file in messages ("key file").
- * 0, or -1 with a message in err. */
+/* Reads the regular file path into buf (NUL-terminated, so at most cap-1 bytes) and sets *len. Refuses a FIFO, a
+ * device or a directory (common/optfile.h), a file over cap-1 bytes, and a file that group or others may read or
+ * write, naming the chmod that fixes it; what names the file in messages ("key file"). 0, or -1 with a message. */
 int secfile_read(const char *path, const char *what, char *buf, size_t cap, size_t *len, char *err, size_t errlen);
 
 /* Creates path with exactly mode and contents data. Without overwrite an existing path is an error (O_EXCL); with

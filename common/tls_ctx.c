@@ -148,11 +148,17 @@ tls_ctx_t *tls_ctx_new_ca(int is_server, const char *tls_dir, const char *node_n
         return NULL;
     if (!(ctx = s_ctx_new(is_server, 0, err, errlen)))
         return NULL;
-    /* Only the job CA is trusted: no system trust store is loaded. */
-    if (!SSL_CTX_load_verify_locations(ctx->ssl_ctx, ca, NULL)) {
+    /* Only the job CA is trusted: no system trust store is loaded. Read by certs_load_cert rather than by OpenSSL,
+     * which would block on a FIFO named ca.crt and read a device forever. */
+    X509 *cacert = certs_load_cert(ca, err, errlen);
+    if (!cacert)
+        goto error;
+    if (!X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx->ssl_ctx), cacert)) {
         snprintf(err, errlen, "cannot load the job CA certificate %s: %s", ca, certs_ssl_reason(reason, sizeof reason));
+        X509_free(cacert);
         goto error;
     }
+    X509_free(cacert);
     if (s_load_identity(ctx->ssl_ctx, crt, key, err, errlen) < 0)
         goto error;
     SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER | (is_server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),

@@ -1,6 +1,7 @@
 /* tls_token: the shared secret of PSK mode: parsed from hex, read from an owner-only file, or freshly made. */
 #include "tls_chan.h"
 
+#include "optfile.h"
 #include "secfile.h"
 
 #include <stdio.h>
@@ -49,7 +50,7 @@ int tls_token_parse_hex(const char *text, unsigned char *key, size_t cap, size_t
 
 int tls_token_read_file(const char *path, unsigned char *key, size_t cap, size_t *keylen, char *err, size_t errlen)
 {
-    char buf[1024], why[256];
+    char buf[OPTFILE_MAX_TOKEN + 1], why[256];
     size_t len = 0;
     int rc;
     if (secfile_read(path, "token file", buf, sizeof buf, &len, err, errlen) < 0)

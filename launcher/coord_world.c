@@ -159,8 +159,8 @@ static void s_assign(coord_server_t *cs)
         a.endpoint_ports = ports;
         a.restart_count = cs->generation;
         a.max_restarts = (uint32_t)cs->job->opt.max_restarts;
-        a.heartbeat_interval_ms = (uint32_t)(cs->job->opt.heartbeat * 1000);
-        a.heartbeat_timeout_ms = (uint32_t)(cs->job->opt.heartbeat_timeout * 1000);
+        a.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
+        a.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
         log_info("  node %d: %s (%s), ranks %u-%u%s", r, p->host, p->addr, first, first + p->nproc - 1,
                  p->req_rank >= 0 ? "" : " (rank assigned)");
         wire_init(&m, cs->job_id, cs->generation, WIRE_ASSIGN, &a);

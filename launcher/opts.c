@@ -25,21 +25,8 @@ static int s_copy(char *dst, size_t cap, const char *val, const char *origin, ch
     return 0;
 }
 
-/* Parses a whole decimal integer in [lo, hi]; -1 with a message naming origin and the expected form. */
-static int s_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what,
-                 char *err, size_t errlen)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s '%s': expected %s, a whole number from %ld to %ld", origin, val, what,
-                 lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
+/* The parsers with ranges live in opts_check.c, next to the bounds they come from. */
+#define s_int opts_parse_int
 
 static int s_set_gpus(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
@@ -75,12 +62,12 @@ static int s_set_log_dir(struct opts *o, const char *val, const char *origin, ch
 static int s_set_job_id(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     size_t len = strlen(val);
-    int ok = len >= 1 && len <= 64;
+    int ok = len >= 1 && len <= OPTS_MAX_JOB_ID;
     for (size_t i = 0; ok && i < len; i++)
         ok = isalnum((unsigned char)val[i]) || val[i] == '-' || val[i] == '_' || val[i] == '.';
     if (!ok) {
-        snprintf(err, errlen, "%s '%s': expected a job id of 1 to 64 letters, digits, '.', '-' or '_'",
-                 origin, val);
+        snprintf(err, errlen, "%s '%s': expected a job id of 1 to %d letters, digits, '.', '-' or '_'",
+                 origin, val, OPTS_MAX_JOB_ID);
         return -1;
     }
     return s_copy(o->job_id, sizeof o->job_id, val, origin, err, errlen);
@@ -103,7 +90,7 @@ static int s_set_tee(struct opts *o, const char *val, const char *origin, char *
 static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     long v;
-    if (s_int(val, 0, 1000000, &v, origin, "the number of restarts", err, errlen) < 0)
+    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts", err, errlen) < 0)
         return -1;
     o->max_restarts = (int)v;
     return 0;
@@ -111,15 +98,7 @@ static int s_set_max_restarts(struct opts *o, const char *val, const char *origi
 
 static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(val, &end);
-    if (errno || end == val || *end || !(v >= 0 && v <= 86400)) {
-        snprintf(err, errlen, "%s '%s': expected seconds from 0 to 86400, e.g. 10 or 2.5", origin, val);
-        return -1;
-    }
-    o->grace = v;
-    return 0;
+    return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
 }
 
 int opts_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -129,10 +108,8 @@ int opts_set_config(struct opts *o, const char *val, const char *origin, char *e
 
 static int s_set_host(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    if (!*val || strchr(val, ',') || strchr(val, ' ')) {
-        snprintf(err, errlen, "%s '%s': expected one host name or address", origin, val);
+    if (opts_check_host(val, origin, err, errlen) < 0)
         return -1;
-    }
     return s_copy(o->host, sizeof o->host, val, origin, err, errlen);
 }
 
@@ -156,14 +133,14 @@ static int s_set_nnodes(struct opts *o, const char *val, const char *origin, cha
     char first[32];
     if (colon) {
         snprintf(first, sizeof first, "%.*s", (int)(colon - val) < 31 ? (int)(colon - val) : 31, val);
-        if (s_int(first, 1, 4096, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
-            s_int(colon + 1, 1, 4096, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
+        if (s_int(first, 1, OPTS_MAX_NODES, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
+            s_int(colon + 1, 1, OPTS_MAX_NODES, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
             return -1;
         if (lo > hi) {
             snprintf(err, errlen, "%s '%s': MIN is larger than MAX; expected e.g. 2:4", origin, val);
             return -1;
         }
-    } else if (s_int(val, 1, 4096, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
+    } else if (s_int(val, 1, OPTS_MAX_NODES, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
         return -1;
     } else {
         hi = lo;
@@ -190,44 +167,33 @@ static int s_set_master(struct opts *o, const char *val, const char *origin, cha
 static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     long v;
-    if (s_int(val, 0, 4095, &v, origin, "this node's rank", err, errlen) < 0)
+    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "this node's rank", err, errlen) < 0)
         return -1;
     o->node_rank = (int)v;
     return 0;
 }
 
 /* Seconds in (lo, hi]: a timeout or an interval. */
-static int s_seconds(const char *val, double lo, double hi, double *out, const char *origin, char *err, size_t errlen)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(val, &end);
-    if (errno || end == val || *end || !(v > lo && v <= hi)) {
-        snprintf(err, errlen, "%s '%s': expected seconds above %g and at most %g, e.g. 30 or 0.5", origin, val, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
+#define s_seconds(val, lo, hi, out, origin, err, errlen) opts_parse_seconds(val, lo, 0, hi, out, origin, err, errlen)
 
 static int s_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_seconds(val, 0, 86400, &o->rdzv_timeout, origin, err, errlen);
+    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->rdzv_timeout, origin, err, errlen);
 }
 
 static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_seconds(val, 0.009, 3600, &o->heartbeat, origin, err, errlen);
+    return s_seconds(val, OPTS_MIN_HEARTBEAT_S, OPTS_MAX_HEARTBEAT_S, &o->heartbeat, origin, err, errlen);
 }
 
 static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_seconds(val, 0.02, 86400, &o->heartbeat_timeout, origin, err, errlen);
+    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin, err, errlen);
 }
 
 static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_seconds(val, 0, 86400, &o->elastic_timeout, origin, err, errlen);
+    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->elastic_timeout, origin, err, errlen);
 }
 
 static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -252,6 +218,8 @@ static int s_set_token(struct opts *o, const char *val, const char *origin, char
 
 static int s_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
+    if (opts_check_token_file(val, origin, err, errlen) < 0)
+        return -1;
     return s_copy(o->token_file, sizeof o->token_file, val, origin, err, errlen);
 }
 
@@ -356,13 +324,15 @@ void opts_usage(const char *prog)
            "the command line wins over the environment, which wins over the file):\n",
            prog, prog, prog);
     for (int i = 0; i < NDEFS; i++) {
-        char left[80];
+        char left[80], range[160];
         snprintf(left, sizeof left, "--%s%s%s", s_defs[i].name, s_defs[i].has_arg ? " " : "",
                  s_defs[i].has_arg ? s_defs[i].metavar : "");
         printf("  %-26s %s\n", left, s_defs[i].help);
         if (s_defs[i].alias1)
             printf("  %-26s (also --%s%s%s)\n", "", s_defs[i].alias1, s_defs[i].alias2 ? ", --" : "",
                    s_defs[i].alias2 ? s_defs[i].alias2 : "");
+        if (opts_range(s_defs[i].name, range, sizeof range))
+            printf("  %-26s %s: %s\n", "", s_defs[i].metavar, range);
     }
     printf("  %-26s %s\n  %-26s %s\n\n", "-h, --help", "Show this help.", "--version", "Show the version.");
     printf("Exit status: the first failing worker's exit code (128+N when killed by signal N);\n"
@@ -498,11 +468,8 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
                  o->nnodes);
         return -1;
     }
-    if (o->heartbeat_timeout <= o->heartbeat) {
-        snprintf(err, errlen, "--heartbeat-timeout %g must be longer than --heartbeat %g", o->heartbeat_timeout,
-                 o->heartbeat);
+    if (opts_check_heartbeat(o, err, errlen) < 0)
         return -1;
-    }
     if (o->prog_argc < 1) {
         snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "
                  "(e.g. plaunch --nproc-per-node 4 python3 train.py)");

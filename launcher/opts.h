@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define OPTS_MAX_WORKERS 1024
 /* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
@@ -52,6 +53,9 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
 /* How often both sides look at heartbeats: every --heartbeat, or a tenth of --heartbeat-timeout if that is
  * shorter, so a loss is seen within 110 % of the timeout. In milliseconds, at least 1. */
 long opts_heartbeat_tick_ms(const struct opts *o);
+
+/* Seconds as the control plane carries them: whole milliseconds, rounded, at least 1 (opts_check.c). */
+uint32_t opts_ms(double seconds);
 
 /* Prints usage to stdout. */
 void opts_usage(const char *prog);

@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "optfile.h"
+
 struct ini_state {
     struct opts *o;
     FILE *f;
     int lineno;                /* counted by s_ini_reader: the Debian inih has no line numbers */
+    size_t bytes;              /* read so far: a file that grows while read still ends at the bound */
     const char *path;
     char *err;
     size_t errlen;
@@ -27,6 +30,13 @@ static char *s_ini_reader(char *buf, int size, void *stream)
         return NULL;
     st->lineno++;
     size_t len = strlen(buf);
+    if ((st->bytes += len) > OPTFILE_MAX_CONFIG) {
+        if (!st->failed)
+            snprintf(st->err, st->errlen, "config file '%s' is too large: more than %u bytes", st->path,
+                     OPTFILE_MAX_CONFIG);
+        st->failed = 1;
+        return NULL;
+    }
     if (len > 0 && buf[len - 1] != '\n' && !feof(st->f)) {
         int c;
         while ((c = fgetc(st->f)) != EOF && c != '\n')
@@ -71,11 +81,9 @@ static int s_ini_handler(void *user, const char *section, const char *name, cons
 int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen)
 {
     struct ini_state st = { .o = o, .path = path, .err = err, .errlen = errlen };
-    st.f = fopen(path, "r");
-    if (!st.f) {
-        snprintf(err, errlen, "config file '%s': %s", path, strerror(errno));
+    st.f = optfile_fopen(path, "config file", OPTFILE_MAX_CONFIG, err, errlen);
+    if (!st.f)
         return -1;
-    }
     int rc = ini_parse_stream(s_ini_reader, &st, s_ini_handler, &st);
     int read_error = ferror(st.f) ? errno : 0;
     fclose(st.f);

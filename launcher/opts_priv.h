@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "opts.h"
+#include "wire.h"
 
 typedef int (*opt_set_fn)(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 
@@ -33,5 +34,33 @@ int opts_compat_set_standalone(struct opts *o, const char *val, const char *orig
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen);
 /* Reads the INI file at path into o; 0, or -1 with a message naming file:line. */
 int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen);
+
+/* opts_check.c: the ranges, derived from the control plane's bounds (common/wire.h). Every parser fills err with
+ * "ORIGIN 'VALUE': expected ..., RANGE" and returns -1, or returns 0. */
+#define OPTS_MAX_GRACE_S WIRE_MAX_GRACE_S   /* a STOP carries whole seconds */
+#define OPTS_MAX_RESTARTS WIRE_MAX_RESTARTS
+#define OPTS_MAX_NODES WIRE_MAX_NODES
+#define OPTS_MAX_HEARTBEAT_TIMEOUT_S (WIRE_MAX_MS / 1000)
+#define OPTS_MAX_HEARTBEAT_S 3600           /* a choice: an interval over an hour is a mistake */
+#define OPTS_MIN_HEARTBEAT_S 0.009          /* exclusive lower bounds: both are at least 9 ms ... */
+#define OPTS_MIN_HEARTBEAT_TIMEOUT_S 0.02   /* ... and 20 ms on the wire */
+#define OPTS_MAX_WAIT_S 86400               /* --rdzv-timeout, --elastic-timeout: a day */
+#define OPTS_MAX_JOB_ID WIRE_MAX_JOB_ID
+#define OPTS_MAX_HOST WIRE_MAX_HOST
+/* A whole decimal number in [lo, hi]; what names it in the message ("the number of workers"). */
+int opts_parse_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what, char *err,
+                   size_t errlen);
+/* Seconds above lo (or from lo, when lo_inclusive) and at most hi. */
+int opts_parse_seconds(const char *val, double lo, int lo_inclusive, double hi, double *out, const char *origin,
+                       char *err, size_t errlen);
+/* One host name or address as a JOIN carries it. */
+int opts_check_host(const char *val, const char *origin, char *err, size_t errlen);
+/* A token file that can be used (a regular file of at most OPTFILE_MAX_TOKEN bytes, mode 0600, a token), checked
+ * up front: found out only when the control plane starts, a bad one would be reported after the job started. */
+int opts_check_token_file(const char *path, const char *origin, char *err, size_t errlen);
+/* The range of the option called name, for --help, into buf; 0 when it has none. */
+int opts_range(const char *name, char *buf, size_t cap);
+/* --heartbeat-timeout longer than --heartbeat in whole milliseconds, as the ASSIGN carries them. */
+int opts_check_heartbeat(const struct opts *o, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "optfile.h"
 
 void probe_err_set(struct probe_err *err, const char *fmt, ...)
 {
@@ -341,7 +344,14 @@ error:
 struct probe_meas *probe_meas_load(const char *path, struct probe_err *err)
 {
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    char why[512];
+    int fd = optfile_open(path, "measurement file", OPTFILE_MAX_REPORT, why, sizeof why);
+    if (fd < 0) {
+        probe_err_set(err, "%s; give the JSON file that `plaunch probe --json` or the probe worker's --out wrote", why);
+        return NULL;
+    }
+    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+    close(fd);
     if (root == NULL) {
         if (je.line < 1)
             probe_err_set(err, "%s: cannot read: %s; give the JSON file that `plaunch probe --json` or the "

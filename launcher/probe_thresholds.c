@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optfile.h"
+
 void probe_thresholds_default(struct probe_thresholds *t)
 {
     memset(t, 0, sizeof *t);
@@ -116,12 +118,14 @@ int probe_thresholds_load(const char *path, struct probe_thresholds *t, struct p
     struct s_parse p;
     memset(&p, 0, sizeof p);
     p.t = *t;
-    int rc = ini_parse(path, s_handler, &p);
-    if (rc == -1) {
-        probe_err_set(err, "%s: cannot open: %s; give --thresholds an existing file (example: conf/probe.ini)",
-                      path, strerror(errno));
+    char why[512];
+    FILE *f = optfile_fopen(path, "thresholds file", OPTFILE_MAX_THRESHOLDS, why, sizeof why);
+    if (!f) {
+        probe_err_set(err, "%s; give --thresholds an existing file (example: conf/probe.ini)", why);
         return -1;
     }
+    int rc = ini_parse_file(f, s_handler, &p);
+    fclose(f);
     if (rc == -2) {
         probe_err_set(err, "%s: out of memory while parsing", path);
         return -1;

@@ -61,8 +61,9 @@ has "two-node fixture, -q: only the summary line" "$tmp/err" "2 flag(s) fired"
 run "two-node fixture: table names the network" 3 "$PLAUNCH" probe --report "$FIX/synthetic-2node-flags.json"
 has "two-node fixture: inter-node verdict" "$tmp/out" "the network is the bottleneck"
 
+printf '[efficiency]\nmin_at_2 = 0.99\n' >"$tmp/strict.ini" # a file: a pipe such as <(...) is refused
 run "stricter thresholds flag the clean fixture" 3 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-clean.json" \
-    --thresholds <(printf '[efficiency]\nmin_at_2 = 0.99\n')
+    --thresholds "$tmp/strict.ini"
 has "stricter thresholds: N=2 flagged" "$tmp/out" "sublinear scaling at N=2"
 
 # ---- the JSON report: shape, nccl-tests definitions, round trip ---------------------------------------------
@@ -141,7 +142,7 @@ fi
 
 # ---- input and usage errors: exit 2 and a message naming the file or field ------------------------------------
 run "missing input file" 2 "$PLAUNCH" probe --report "$tmp/nope.json"
-has "missing input: names the file" "$tmp/err" "$tmp/nope.json: cannot read"
+has "missing input: names the file" "$tmp/err" "cannot open measurement file '$tmp/nope.json'"
 printf '{"schema": "plaunch-probe/1",\n "source": }\n' >"$tmp/bad.json"
 run "invalid JSON" 2 "$PLAUNCH" probe --report "$tmp/bad.json"
 has "invalid JSON: names file:line:column" "$tmp/err" "$tmp/bad.json:2:"
