@@ -1,8 +1,9 @@
 #!/bin/bash
-# ncclid.t: libplaunch hands every rank of a generation the same NCCL unique id (real ncclGetUniqueId) per key.
+# ncclid.t: libplaunch hands every rank of a generation the same NCCL unique id (real ncclGetUniqueId) per key;
+# a key the coordinator refuses fails the call at once, with the reason.
 . "$(dirname "$0")/lib.sh"
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (its workers need ncclGetUniqueId)"; exit 0; }
-plan 7
+plan 11
 EX="$PLAUNCH_BUILD/bin/nccl_id"
 
 run_plaunch --nproc-per-node 4 --tee all "$EX" world pipeline
@@ -28,4 +29,18 @@ ok $([ "$rc" = 0 ] && [ -n "$g0" ] && [ "$g0" != "$g1" ]; echo $?) "a new genera
 
 PLAUNCH_TIMEOUT_MS=1500 run_plaunch --nproc-per-node 2 sh -c '[ "$RANK" = 0 ] && sleep 5; exec "$0" world x' "$EX"
 like "$err" "no answer from the plaunch agent .* within 1500 ms" "a rank whose rank 0 never publishes times out with a message"
+
+# 1224 keys, 1024 allowed per generation: the 1025th call fails at once, naming the reason, and the 400 refusals
+# (PUT and GET of 200 keys) cost the log a few lines. NCCL_COMM_ID makes ncclGetUniqueId encode that address
+# instead of starting a bootstrap thread per id.
+PW="$PLAUNCH_BUILD/tests/tools/pl_worker"
+NCCL_COMM_ID=127.0.0.1:1 PLAUNCH_TIMEOUT_MS=30000 run_plaunch --nproc-per-node 1 --tee all \
+    sh -c '"$0" ids:1224; exit 0' "$PW"
+like "$out" "key id-1024 failed after [0-9]+ ms: plaunch refused NCCL_ID_PUT 'id-1024' of rank 0: too many NCCL id keys in generation 0: at most 1024" \
+    "the 1025th key is refused, and the worker's call says why"
+like "$out" "ids: 200 of 1224 failed, the slowest failure took [0-9]+ ms" "every key past 1024 is refused"
+slowest=$(printf '%s\n' "$out" | sed -n 's/.*the slowest failure took \([0-9]*\) ms.*/\1/p')
+ok $([ -n "$slowest" ] && [ "$slowest" -lt 5000 ]; echo $?) "each refusal arrives at once (slowest ${slowest:-?} ms; the timeout is 30 s)"
+lines=$(grep -c "refused" log/plaunch.log)
+ok $([ "$lines" -le 8 ]; echo $?) "400 refusals make $lines lines of plaunch.log (at most 8)"
 done_testing

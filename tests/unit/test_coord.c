@@ -1,5 +1,6 @@
 /* Unit tests for coord: NCCL ids by key (put before or after get, one answer per waiting agent), barriers (complete,
- * reusable, aborted by a new generation), refusals of other generations and of ranks outside the world. */
+ * reusable, aborted by a new generation, timed out for every rank by the loop's deadlines), refusals that name the
+ * request they refuse; and the coordinator ending the job when a message it must send cannot be encoded. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,14 +10,18 @@
 #include <string.h>
 
 #include "coord.h"
+#include "coord_server.h"
+#include "job.h"
 
 #define JOB "job-unit"
 
-/* Everything the coordinator sent, decoded back: what each agent would receive. */
+/* Everything the coordinator sent, decoded back: what each agent would receive. With a loop, the first message
+ * stops it (a barrier's deadline passed). */
 struct sent {
     int peer[64];
     wire_msg_t *msg[64];
     int n;
+    loop_t *loop;
 };
 
 static int s_capture(void *arg, int peer, const wire_msg_t *m)
@@ -32,6 +37,8 @@ static int s_capture(void *arg, int peer, const wire_msg_t *m)
     assert_non_null(s->msg[s->n]);
     s->n++;
     free(buf);
+    if (s->loop)
+        loop_stop(s->loop);
     return 0;
 }
 
@@ -66,14 +73,60 @@ static void s_get(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t 
     coord_on_msg(c, peer, &m);
 }
 
-static void s_barrier(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
+static void s_barrier_ms(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank, uint32_t timeout_ms)
 {
     Plaunch__Barrier b = PLAUNCH__BARRIER__INIT;
     wire_msg_t m;
     b.key = (char *)key;
     b.rank = rank;
+    b.timeout_ms = timeout_ms;
     wire_init(&m, JOB, gen, WIRE_BARRIER, &b);
     coord_on_msg(c, peer, &m);
+}
+
+static void s_barrier(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
+{
+    s_barrier_ms(c, gen, peer, key, rank, 0);
+}
+
+static int s_give_up(loop_t *loop, int id, void *arg)
+{
+    *(int *)arg = 1;
+    loop_stop(loop);
+    return 0;
+}
+
+/* Runs the loop until something is sent (a deadline passed); fails after 10 s. Returns the milliseconds it took. */
+static double s_run_until_sent(struct sent *s)
+{
+    int gave_up = 0;
+    uint64_t t0 = loop_now_ns();
+    int guard = loop_timer_after_ms(s->loop, 10000, s_give_up, &gave_up);
+    assert_int_equal(loop_run(s->loop), 0);
+    loop_timer_cancel(s->loop, guard);
+    assert_false(gave_up);
+    return (double)(loop_now_ns() - t0) / 1e6;
+}
+
+static void s_expect_done(const struct sent *s, int i, int peer, int status, int nranks, uint32_t rank)
+{
+    assert_int_equal(s->peer[i], peer);
+    assert_int_equal(s->msg[i]->body_case, WIRE_BARRIER_DONE);
+    assert_int_equal(s->msg[i]->barrier_done->status, status);
+    assert_int_equal(s->msg[i]->barrier_done->n_ranks, nranks);
+    if (nranks)
+        assert_int_equal(s->msg[i]->barrier_done->ranks[0], rank);
+}
+
+static void s_expect_refuse(const struct sent *s, int i, wire_type_t request, const char *key, uint32_t rank,
+                            const char *text)
+{
+    assert_int_equal(s->msg[i]->body_case, WIRE_REFUSE);
+    assert_int_equal(s->msg[i]->refuse->request, request);
+    assert_string_equal(s->msg[i]->refuse->key, key);
+    assert_int_equal(s->msg[i]->refuse->rank, rank);
+    if (!strstr(s->msg[i]->refuse->text, text))
+        fail_msg("refusal '%s' does not say '%s'", s->msg[i]->refuse->text, text);
 }
 
 static void test_id_get_before_put(void **state)
@@ -179,6 +232,190 @@ static void test_barrier_aborted_by_new_generation(void **state)
     coord_destroy(&c);
 }
 
+
+static void test_barrier_timeout_decides_for_every_rank(void **state)
+{
+    struct sent s = { .loop = loop_new() };
+    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
+    coord_set_generation(c, 0, 3);
+    s_barrier_ms(c, 0, 1, "t", 0, 50);
+    assert_int_equal(s.n, 0);
+    double ms = s_run_until_sent(&s);
+    assert_true(ms >= 40);
+    assert_int_equal(s.n, 1); /* the waiting rank's agent: TIMEOUT for every rank waiting there */
+    s_expect_done(&s, 0, 1, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT, 0, 0);
+    s_reset(&s);
+    /* Late ranks of that barrier are told TIMEOUT at once, each for itself, whatever their own timeout. */
+    s_barrier_ms(c, 0, 2, "t", 1, 60000);
+    assert_int_equal(s.n, 1);
+    s_expect_done(&s, 0, 2, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT, 1, 1);
+    s_reset(&s);
+    s_barrier(c, 0, 2, "t", 2);
+    assert_int_equal(s.n, 1);
+    s_expect_done(&s, 0, 2, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT, 1, 2);
+    s_reset(&s);
+    /* Every rank has been told: the key starts a new barrier. */
+    s_barrier(c, 0, 1, "t", 0);
+    s_barrier(c, 0, 2, "t", 1);
+    assert_int_equal(s.n, 0);
+    s_barrier(c, 0, 2, "t", 2);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.msg[0]->barrier_done->status, PLAUNCH__BARRIER_DONE__STATUS__OK);
+    s_reset(&s);
+    coord_destroy(&c);
+    loop_destroy(&s.loop);
+}
+
+static void test_barrier_shortest_timeout_decides(void **state)
+{
+    struct sent s = { .loop = loop_new() };
+    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
+    coord_set_generation(c, 0, 3);
+    s_barrier_ms(c, 0, 1, "s", 0, 60000);
+    s_barrier_ms(c, 0, 2, "s", 1, 30); /* a later rank with a shorter timeout */
+    double ms = s_run_until_sent(&s);
+    assert_true(ms < 5000);
+    assert_int_equal(s.n, 2);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(s.msg[i]->barrier_done->status, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT);
+    s_reset(&s);
+    coord_destroy(&c);
+    loop_destroy(&s.loop);
+}
+
+static void test_barrier_rank_retrying_after_timeout(void **state)
+{
+    struct sent s = { .loop = loop_new() };
+    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
+    coord_set_generation(c, 0, 2);
+    s_barrier_ms(c, 0, 1, "r", 0, 20);
+    s_run_until_sent(&s);
+    s_reset(&s);
+    s_barrier_ms(c, 0, 1, "r", 0, 60000); /* rank 0 tries again: the next round of the key */
+    assert_int_equal(s.n, 0);
+    s_barrier_ms(c, 0, 2, "r", 1, 60000); /* rank 1's first arrival is at the round that timed out */
+    assert_int_equal(s.n, 1);
+    s_expect_done(&s, 0, 2, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT, 1, 1);
+    s_reset(&s);
+    s_barrier_ms(c, 0, 2, "r", 1, 60000); /* its second meets rank 0's */
+    assert_int_equal(s.n, 2);
+    s_expect_done(&s, 0, 1, PLAUNCH__BARRIER_DONE__STATUS__OK, 0, 0);
+    s_expect_done(&s, 1, 2, PLAUNCH__BARRIER_DONE__STATUS__OK, 0, 0);
+    s_reset(&s);
+    coord_destroy(&c);
+    loop_destroy(&s.loop);
+}
+
+static void test_refusals_name_the_request(void **state)
+{
+    struct sent s = { 0 };
+    char key[32];
+    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
+    coord_set_generation(c, 0, 4);
+    for (int i = 0; i < COORD_MAX_KEYS; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        s_get(c, 0, 1, key, 2);
+    }
+    assert_int_equal(s.n, 0);
+    s_get(c, 0, 3, "one-too-many", 2);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.peer[0], 3);
+    assert_int_equal(s.msg[0]->refuse->code, PLAUNCH__REFUSE__CODE__BAD_REQUEST);
+    s_expect_refuse(&s, 0, WIRE_NCCL_ID_GET, "one-too-many", 2, "too many NCCL id keys in generation 0: at most 1024");
+    s_reset(&s);
+    s_put(c, 0, 1, "one-too-many", 0x01);
+    s_expect_refuse(&s, 0, WIRE_NCCL_ID_PUT, "one-too-many", 0, "too many NCCL id keys");
+    s_reset(&s);
+    s_get(c, 1, 1, "k0", 3);
+    assert_int_equal(s.msg[0]->refuse->code, PLAUNCH__REFUSE__CODE__STALE_GENERATION);
+    s_expect_refuse(&s, 0, WIRE_NCCL_ID_GET, "k0", 3, "request from generation 1; the job is in generation 0");
+    s_reset(&s);
+    {
+        unsigned char id[WIRE_NCCL_ID_BYTES] = { 0 };
+        Plaunch__NcclIdPut put = PLAUNCH__NCCL_ID_PUT__INIT;
+        wire_msg_t m;
+        put.key = "k1";
+        put.rank = 3;
+        put.id.data = id;
+        put.id.len = sizeof id;
+        wire_init(&m, JOB, 0, WIRE_NCCL_ID_PUT, &put);
+        coord_on_msg(c, 2, &m);
+        s_expect_refuse(&s, 0, WIRE_NCCL_ID_PUT, "k1", 3, "only rank 0 of the generation publishes ids");
+        s_reset(&s);
+    }
+    for (int i = 0; i < COORD_MAX_BARRIERS; i++) {
+        snprintf(key, sizeof key, "b%d", i);
+        s_barrier(c, 0, 1, key, 0);
+    }
+    assert_int_equal(s.n, 0);
+    s_barrier(c, 0, 1, "b-too-many", 1);
+    s_expect_refuse(&s, 0, WIRE_BARRIER, "b-too-many", 1, "too many barriers open at once");
+    s_reset(&s);
+    coord_destroy(&c); /* tells nobody: the agents are gone too */
+}
+
+/* The coordinator of a one-node job whose ASSIGN cannot be encoded (heartbeat interval = timeout, which the parser
+ * refuses but nothing else would): the job ends with BYE 125 to the agent, not with an agent waiting forever. */
+struct local_rx {
+    coord_server_t *cs;
+    loop_t *loop;
+    int byes;
+    uint32_t bye_status;
+};
+
+static void s_local(void *arg, const wire_msg_t *m)
+{
+    struct local_rx *rx = arg;
+    char err[256];
+    if (m->body_case == WIRE_HELLO) {
+        Plaunch__Join j = PLAUNCH__JOIN__INIT;
+        uint32_t port = 40001;
+        wire_msg_t out;
+        j.hostname = "unit-host";
+        j.addr = "127.0.0.1";
+        j.pid = 1;
+        j.nproc = 1;
+        j.requested_node_rank = -1;
+        j.gpus = "";
+        j.plaunch_version = PLAUNCH_VERSION;
+        j.n_worker_ports = 1;
+        j.worker_ports = &port;
+        j.master_port = 40000;
+        wire_init(&out, m->job_id, 0, WIRE_JOIN, &j);
+        assert_int_equal(coord_server_local_in(rx->cs, &out, err, sizeof err), 0);
+    } else if (m->body_case == WIRE_BYE) {
+        rx->byes++;
+        rx->bye_status = m->bye->exit_status;
+        loop_stop(rx->loop);
+    }
+}
+
+static void test_encode_failure_ends_the_job(void **state)
+{
+    static struct job job;
+    struct local_rx rx = { .loop = loop_new() };
+    char err[512];
+    int gave_up = 0;
+    memset(&job, 0, sizeof job);
+    snprintf(job.job_id, sizeof job.job_id, "%s", JOB);
+    snprintf(job.hostname, sizeof job.hostname, "unit-host");
+    snprintf(job.log_dir, sizeof job.log_dir, "/tmp");
+    job.opt.nnodes = job.opt.nnodes_min = 1;
+    job.opt.heartbeat = job.opt.heartbeat_timeout = 1.0;
+    job.opt.rdzv_timeout = 60;
+    rx.cs = coord_server_new(&job, rx.loop, NULL, NULL, NULL, s_local, &rx, err, sizeof err);
+    assert_non_null(rx.cs);
+    coord_server_local_hello(rx.cs);
+    int guard = loop_timer_after_ms(rx.loop, 10000, s_give_up, &gave_up);
+    assert_int_equal(loop_run(rx.loop), 0);
+    loop_timer_cancel(rx.loop, guard);
+    assert_false(gave_up);
+    assert_int_equal(rx.byes, 1);
+    assert_int_equal(rx.bye_status, 125);
+    coord_server_destroy(&rx.cs);
+    loop_destroy(&rx.loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +424,11 @@ int main(void)
         cmocka_unit_test(test_new_generation_forgets_ids),
         cmocka_unit_test(test_barrier_completes_and_is_reusable),
         cmocka_unit_test(test_barrier_aborted_by_new_generation),
+        cmocka_unit_test(test_barrier_timeout_decides_for_every_rank),
+        cmocka_unit_test(test_barrier_shortest_timeout_decides),
+        cmocka_unit_test(test_barrier_rank_retrying_after_timeout),
+        cmocka_unit_test(test_refusals_name_the_request),
+        cmocka_unit_test(test_encode_failure_ends_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
