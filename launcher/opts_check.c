@@ -11,6 +11,7 @@
 
 #include <openssl/crypto.h>
 
+#include "optfile.h"
 #include "tls_chan.h"
 
 /* A JOIN carries --nproc-per-node (opts.h cannot see wire.h); the interval must leave room for a longer timeout. */
@@ -76,6 +77,10 @@ int opts_range(const char *name, char *buf, size_t cap)
     if (strcmp(name, "heartbeat-timeout") == 0)
         return snprintf(buf, cap, "above %g, at most %d, at least 1 ms longer than --heartbeat",
                         OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S);
+    if (strcmp(name, "config") == 0)
+        return snprintf(buf, cap, "a regular file of at most %u bytes", OPTFILE_MAX_CONFIG);
+    if (strcmp(name, "token-file") == 0)
+        return snprintf(buf, cap, "a regular file of mode 0600, at most %u bytes", OPTFILE_MAX_TOKEN);
     if (strcmp(name, "rdzv-timeout") == 0 || strcmp(name, "elastic-timeout") == 0)
         return snprintf(buf, cap, "above 0, at most %d", OPTS_MAX_WAIT_S);
     return 0;
