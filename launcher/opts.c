@@ -188,7 +188,8 @@ static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, 
 
 static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin, err, errlen);
+    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin,
+                     err, errlen);
 }
 
 static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)

@@ -45,7 +45,7 @@ quick=(
     "--max-restarts '200000': .*from 0 to 100000|--max-restarts 200000 true"
     "--grace '4000': expected seconds from 0 to 3600|--grace 4000 true"
     "grace.ini:2: grace '4000': .*0 to 3600|--config grace.ini true"
-    "--heartbeat-timeout 1.0004 and --heartbeat 1.0001 are both 1000 ms|--heartbeat 1.0001 --heartbeat-timeout 1.0004 true"
+    "1.0004 and --heartbeat 1.0001 are both 1000 ms|--heartbeat 1.0001 --heartbeat-timeout 1.0004 true"
     "--nnodes '5000': .*from 1 to 4096|--nnodes 5000 true"
     "config file 'fifo' is a FIFO \(named pipe\), not a regular file|--config fifo true"
     "config file '/dev/zero' is a character device, not a regular file|--config /dev/zero true"
@@ -87,7 +87,8 @@ run_quick --config link.ini --log-dir linklog true
 is "$rc" 0 "a config file reached through a symlink is read"
 head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' ';' > big.ini
 run_quick --config big.ini true
-like "$rc $err" "^2 .*config file 'big.ini' is too large: 1048577 bytes, at most 1048576" "a config file over 1 MiB -> exit 2"
+like "$rc $err" "^2 .*config file 'big.ini' is too large: 1048577 bytes, at most 1048576" \
+    "a config file over 1 MiB -> exit 2"
 run_quick probe --report fifo
 like "$rc $err" "^2 .*measurement file 'fifo' is a FIFO" "probe --report FIFO -> exit 2 within 10 s"
 run_quick probe --report /dev/zero

@@ -36,11 +36,12 @@ like "$err" "no answer from the plaunch agent .* within 1500 ms" "a rank whose r
 PW="$PLAUNCH_BUILD/tests/tools/pl_worker"
 NCCL_COMM_ID=127.0.0.1:1 PLAUNCH_TIMEOUT_MS=30000 run_plaunch --nproc-per-node 1 --tee all \
     sh -c '"$0" ids:1224; exit 0' "$PW"
-like "$out" "key id-1024 failed after [0-9]+ ms: plaunch refused NCCL_ID_PUT 'id-1024' of rank 0: too many NCCL id keys in generation 0: at most 1024" \
-    "the 1025th key is refused, and the worker's call says why"
+why="plaunch refused NCCL_ID_PUT 'id-1024' of rank 0: too many NCCL id keys in generation 0: at most 1024"
+like "$out" "key id-1024 failed after [0-9]+ ms: $why" "the 1025th key is refused, and the worker's call says why"
 like "$out" "ids: 200 of 1224 failed, the slowest failure took [0-9]+ ms" "every key past 1024 is refused"
 slowest=$(printf '%s\n' "$out" | sed -n 's/.*the slowest failure took \([0-9]*\) ms.*/\1/p')
-ok $([ -n "$slowest" ] && [ "$slowest" -lt 5000 ]; echo $?) "each refusal arrives at once (slowest ${slowest:-?} ms; the timeout is 30 s)"
+ok $([ -n "$slowest" ] && [ "$slowest" -lt 5000 ]; echo $?) \
+    "each refusal arrives at once (slowest ${slowest:-?} ms; the timeout is 30 s)"
 lines=$(grep -c "refused" log/plaunch.log)
 ok $([ "$lines" -le 8 ]; echo $?) "400 refusals make $lines lines of plaunch.log (at most 8)"
 done_testing
