@@ -80,7 +80,7 @@ static void s_refuse(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_len,
     r.key = (char *)s_request(req, &r.rank);
     r.request = *r.key ? (uint32_t)req->body_case : 0;
     wire_init(&m, ipc->job_id, ipc->generation, WIRE_REFUSE, &r);
-    lograte_msg(&ipc->refusals, LOG_WARN, "agent refused a worker's %s '%s': %s",
+    lograte_msg(&ipc->refusals, LOG_INFO, "agent refused a worker's %s '%s': %s",
                 r.request ? wire_type_name(req->body_case) : "message", r.key, text);
     s_send_to(ipc, rid, rid_len, &m);
 }
@@ -277,8 +277,8 @@ void agent_ipc_deliver(agent_ipc_t *ipc, const wire_msg_t *m)
         }
     }
     ipc->nwaiters = j;
-    if (m->body_case == WIRE_REFUSE)
-        lograte_msg(&ipc->refusals, LOG_WARN, "coordinator refused %s '%s' of rank %u%s: %s",
+    if (m->body_case == WIRE_REFUSE) /* the worker that was told reports it; one that went away cannot */
+        lograte_msg(&ipc->refusals, sent ? LOG_INFO : LOG_WARN, "coordinator refused %s '%s' of rank %u%s: %s",
                     wire_type_name(m->refuse->request), m->refuse->key, m->refuse->rank,
-                    sent ? " (the worker was told)" : "", m->refuse->text);
+                    sent ? " (the worker was told)" : ", and no worker waits for it", m->refuse->text);
 }

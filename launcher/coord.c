@@ -190,7 +190,7 @@ static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const 
     r.key = (char *)key;
     r.rank = rank;
     wire_init(&m, c->job_id, c->generation, WIRE_REFUSE, &r);
-    lograte_msg(&c->refusals, LOG_WARN, "coordinator refused %s '%s' of rank %u: %s", wire_type_name(request), key,
+    lograte_msg(&c->refusals, LOG_INFO, "coordinator refused %s '%s' of rank %u: %s", wire_type_name(request), key,
                 rank, text);
     c->send(c->arg, peer, &m);
 }
