@@ -17,7 +17,7 @@ static void s_summary(struct lograte *r, enum log_level level, uint64_t now)
 {
     if (r->left_out == 0)
         return;
-    log_msg(level, "... and %lu more like it in the last %.0f s, the last: %s", r->left_out,
+    log_msg(level, "... and %lu more like it in the last %.1f s, the last: %s", r->left_out,
             (double)(now - r->last_ns) / 1e9, r->last);
     r->left_out = 0;
 }

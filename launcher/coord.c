@@ -47,7 +47,7 @@ struct coord {
     int nids;
     struct barrier *barriers; /* in the order they opened: a rank's next arrival goes to the first it owes */
     int nbarriers;
-    struct lograte refusals;
+    struct lograte refusals, timeouts; /* a program asking in a loop must not fill the log */
 };
 
 static int s_peer_add(struct peerset *ps, int peer)
@@ -77,6 +77,7 @@ coord_t *coord_new(const char *job_id, loop_t *loop, coord_send_fn send, void *a
     c->send = send;
     c->arg = arg;
     lograte_init(&c->refusals, LOGRATE_INTERVAL_S);
+    lograte_init(&c->timeouts, LOGRATE_INTERVAL_S);
     return c;
 }
 
@@ -141,6 +142,7 @@ void coord_destroy(coord_t **cp)
     (*cp)->send = NULL; /* nobody to tell any more */
     s_clear(*cp);
     lograte_flush(&(*cp)->refusals, LOG_INFO);
+    lograte_flush(&(*cp)->timeouts, LOG_INFO);
     free(*cp);
     *cp = NULL;
 }
@@ -149,6 +151,7 @@ void coord_set_generation(coord_t *c, uint32_t gen, uint32_t world_size)
 {
     s_clear(c);
     lograte_flush(&c->refusals, LOG_INFO);
+    lograte_flush(&c->timeouts, LOG_INFO);
     c->generation = gen;
     c->world = world_size;
 }
@@ -170,8 +173,7 @@ static struct idrec *s_idrec(coord_t *c, const char *key)
 }
 
 /* Refuses one worker request (request = its body type) back to the agent, which hands the refusal to the worker
- * that asked. Logged at most once per LOGRATE_INTERVAL_S with a count: a program asking in a loop must not fill
- * the log. */
+ * that asked (and reports it); logged here at most once per LOGRATE_INTERVAL_S, with a count. */
 static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
                      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
@@ -256,8 +258,8 @@ static int s_on_deadline(loop_t *loop, int id, void *arg)
             continue;
         b->timer = 0;
         b->timed_out = 1;
-        log_info("generation %u: barrier '%s' timed out with %u of %u ranks", c->generation, b->key, b->count,
-                 c->world);
+        lograte_msg(&c->timeouts, LOG_INFO, "generation %u: barrier '%s' timed out with %u of %u ranks",
+                    c->generation, b->key, b->count, c->world);
         s_send_barrier_done(c, b, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT, -1, -1);
         break;
     }
