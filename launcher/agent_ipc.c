@@ -277,8 +277,10 @@ void agent_ipc_deliver(agent_ipc_t *ipc, const wire_msg_t *m)
         }
     }
     ipc->nwaiters = j;
-    if (m->body_case == WIRE_REFUSE) /* the worker that was told reports it; one that went away cannot */
-        lograte_msg(&ipc->refusals, sent ? LOG_INFO : LOG_WARN, "coordinator refused %s '%s' of rank %u%s: %s",
+    /* The worker that was told reports it. None waits when the call already failed (rank 0's PUT and GET of one
+     * key are both refused, and either ends the call) or the worker went away. */
+    if (m->body_case == WIRE_REFUSE)
+        lograte_msg(&ipc->refusals, LOG_INFO, "coordinator refused %s '%s' of rank %u%s: %s",
                     wire_type_name(m->refuse->request), m->refuse->key, m->refuse->rank,
-                    sent ? " (the worker was told)" : ", and no worker waits for it", m->refuse->text);
+                    sent ? " (the worker was told)" : " (no worker waits for it)", m->refuse->text);
 }

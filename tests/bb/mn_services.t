@@ -24,7 +24,7 @@ NCCL_COMM_ID=127.0.0.1:1 PLAUNCH_TIMEOUT_MS=30000 mn_node 2 --nnodes 2 --node-ra
     sh -c '"$0" ids:1100; exit 0' "$PW"
 mn_wait 1 60; rc1=$wrc; mn_wait 2 60; rc2=$wrc
 is "$rc1 $rc2" "0 0" "two nodes run the job to the end"
-why="plaunch refused NCCL_ID_PUT 'id-1024' of rank 0: too many NCCL id keys"
+why="plaunch refused NCCL_ID_(PUT|GET) 'id-1024' of rank 0: too many NCCL id keys"
 like "$(cat "$T/out2" "$T/err2")" "key id-1024 failed after [0-9]+ ms: $why" \
     "the worker on the other node is told why its 1025th key was refused"
 slowest=$(sed -n 's/.*the slowest failure took \([0-9]*\) ms.*/\1/p' "$T/out2")

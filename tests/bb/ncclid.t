@@ -31,12 +31,12 @@ PLAUNCH_TIMEOUT_MS=1500 run_plaunch --nproc-per-node 2 sh -c '[ "$RANK" = 0 ] &&
 like "$err" "no answer from the plaunch agent .* within 1500 ms" "a rank whose rank 0 never publishes times out with a message"
 
 # 1224 keys, 1024 allowed per generation: the 1025th call fails at once, naming the reason, and the 400 refusals
-# (PUT and GET of 200 keys) cost the log a few lines. NCCL_COMM_ID makes ncclGetUniqueId encode that address
+# (PUT and GET of 200 keys: whichever reaches the worker first ends its call) cost the log a few lines. NCCL_COMM_ID makes ncclGetUniqueId encode that address
 # instead of starting a bootstrap thread per id.
 PW="$PLAUNCH_BUILD/tests/tools/pl_worker"
 NCCL_COMM_ID=127.0.0.1:1 PLAUNCH_TIMEOUT_MS=30000 run_plaunch --nproc-per-node 1 --tee all \
     sh -c '"$0" ids:1224; exit 0' "$PW"
-why="plaunch refused NCCL_ID_PUT 'id-1024' of rank 0: too many NCCL id keys in generation 0: at most 1024"
+why="plaunch refused NCCL_ID_(PUT|GET) 'id-1024' of rank 0: too many NCCL id keys in generation 0: at most 1024"
 like "$out" "key id-1024 failed after [0-9]+ ms: $why" "the 1025th key is refused, and the worker's call says why"
 like "$out" "ids: 200 of 1224 failed, the slowest failure took [0-9]+ ms" "every key past 1024 is refused"
 slowest=$(printf '%s\n' "$out" | sed -n 's/.*the slowest failure took \([0-9]*\) ms.*/\1/p')
