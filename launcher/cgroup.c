@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "procfile.h"
 
 static struct {
     int dir_fd;    /* the job cgroup; -1 when there is none */
@@ -42,92 +43,66 @@ static void s_unescape(char *s)
 }
 
 /* The first cgroup2 mount: its mount point and the cgroup it shows as its root. 0, or -1. */
-static int s_find_mount(char *mnt, size_t mcap, char *root, size_t rcap)
+static int s_find_mount(char *text, char *mnt, size_t mcap, char *root, size_t rcap)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return -1;
-    char *line = NULL;
-    size_t cap = 0;
-    int found = -1;
-    while (found < 0 && getline(&line, &cap, f) > 0) {
+    char *lsave = NULL;
+    for (char *line = strtok_r(text, "\n", &lsave); line; line = strtok_r(NULL, "\n", &lsave)) {
         /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS */
-        char *fields[5], *save = NULL, *tok = strtok_r(line, " \n", &save);
+        char *fields[5], *save = NULL, *tok = strtok_r(line, " ", &save);
         int n = 0;
-        for (; tok && n < 5; tok = strtok_r(NULL, " \n", &save))
+        for (; tok && n < 5; tok = strtok_r(NULL, " ", &save))
             fields[n++] = tok;
         while (tok && strcmp(tok, "-") != 0)
-            tok = strtok_r(NULL, " \n", &save);
-        tok = tok ? strtok_r(NULL, " \n", &save) : NULL;
+            tok = strtok_r(NULL, " ", &save);
+        tok = tok ? strtok_r(NULL, " ", &save) : NULL;
         if (n == 5 && tok && strcmp(tok, "cgroup2") == 0) {
             s_unescape(fields[3]);
             s_unescape(fields[4]);
             snprintf(root, rcap, "%s", fields[3]);
             snprintf(mnt, mcap, "%s", fields[4]);
-            found = 0;
+            return 0;
         }
     }
-    free(line);
-    fclose(f);
-    return found;
+    return -1;
 }
 
-/* plaunch's own cgroup v2 path (the "0::" line of /proc/self/cgroup). 0, or -1. */
-static int s_own_cgroup(char *buf, size_t cap)
+/* plaunch's own cgroup v2 path: the "0::" line of /proc/self/cgroup. 0, or -1. */
+static int s_own_cgroup(char *text, char *own, size_t cap)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return -1;
-    char *line = NULL;
-    size_t lcap = 0;
-    int found = -1;
-    ssize_t n;
-    while (found < 0 && (n = getline(&line, &lcap, f)) > 0) {
-        if (strncmp(line, "0::", 3) != 0)
-            continue;
-        line[strcspn(line, "\n")] = '\0';
-        snprintf(buf, cap, "%s", line + 3);
-        found = 0;
-    }
-    free(line);
-    fclose(f);
-    return found;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (strncmp(line, "0::", 3) == 0) {
+            snprintf(own, cap, "%s", line + 3);
+            return 0;
+        }
+    return -1;
 }
 
 /* The directory of plaunch's own cgroup in the file system, into path. 0, or -1 with s_cg.why set. */
 static int s_own_dir(char *path, size_t cap)
 {
-    char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
-    if (s_find_mount(mnt, sizeof mnt, root, sizeof root) < 0) {
-        snprintf(s_cg.why, sizeof s_cg.why, "no cgroup v2 file system is mounted");
-        return -1;
-    }
-    if (s_own_cgroup(own, sizeof own) < 0) {
-        snprintf(s_cg.why, sizeof s_cg.why, "/proc/self/cgroup has no cgroup v2 (\"0::\") line");
+    char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX], *text = NULL;
+    size_t tcap = 0;
+    const char *why = NULL;
+    if (procfile_read(AT_FDCWD, "/proc/self/mountinfo", &text, &tcap) < 0 ||
+        s_find_mount(text, mnt, sizeof mnt, root, sizeof root) < 0)
+        why = "no cgroup v2 file system is mounted";
+    else if (procfile_read(AT_FDCWD, "/proc/self/cgroup", &text, &tcap) < 0 || s_own_cgroup(text, own, sizeof own) < 0)
+        why = "/proc/self/cgroup has no cgroup v2 (\"0::\") line";
+    free(text);
+    if (why) {
+        snprintf(s_cg.why, sizeof s_cg.why, "%s", why);
         return -1;
     }
     size_t rlen = strcmp(root, "/") == 0 ? 0 : strlen(root);
     if (strncmp(own, root, rlen) != 0 || (own[rlen] != '/' && own[rlen] != '\0') || strstr(own, " (deleted)")) {
-        snprintf(s_cg.why, sizeof s_cg.why, "plaunch's cgroup %.1000s is not under the cgroup v2 mount %.1000s (root %.1000s)", own,
-                 mnt, root);
+        snprintf(s_cg.why, sizeof s_cg.why, "plaunch's cgroup %.1000s is not under the cgroup v2 mount %.1000s "
+                 "(root %.1000s)", own, mnt, root);
         return -1;
     }
     const char *rest = strcmp(own + rlen, "/") == 0 ? "" : own + rlen;
     if ((size_t)snprintf(path, cap, "%s%s", mnt, rest) >= cap)
         return -1;
-    return 0;
-}
-
-static int s_read_file(int dir, const char *name, char *buf, size_t cap)
-{
-    int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, cap - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
     return 0;
 }
 
@@ -177,7 +152,8 @@ static int s_make_dir(const char *dir)
 int cgroup_create(void)
 {
     const char *env = getenv("PLAUNCH_CGROUP");
-    char parent[PATH_MAX], type[64];
+    char parent[PATH_MAX], *type = NULL;
+    size_t tcap = 0;
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "off") == 0)) {
         snprintf(s_cg.why, sizeof s_cg.why, "turned off by PLAUNCH_CGROUP=%s", env);
         return -1;
@@ -200,8 +176,9 @@ int cgroup_create(void)
     if (!missing && faccessat(s_cg.dir_fd, "cgroup.freeze", W_OK, 0) < 0)
         missing = "cgroup.freeze (Linux >= 5.2)";
     /* A threaded subtree takes no processes as a whole. */
-    if (!missing && (s_read_file(s_cg.dir_fd, "cgroup.type", type, sizeof type) < 0 || strncmp(type, "domain\n", 7)))
+    if (!missing && (procfile_read(s_cg.dir_fd, "cgroup.type", &type, &tcap) < 0 || strcmp(type, "domain\n") != 0))
         missing = "a domain cgroup (plaunch's cgroup is threaded)";
+    free(type);
     if (missing) {
         snprintf(s_cg.why, sizeof s_cg.why, "%s lacks %s", s_cg.path, missing);
         s_close_fds();
@@ -299,26 +276,10 @@ static void s_freeze_kill(uint64_t deadline_ns)
     if (s_write("cgroup.freeze", "1") < 0)
         return;
     s_wait_event("frozen", 1, deadline_ns);
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    int fd = openat(s_cg.dir_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-    while (buf && fd >= 0) {
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    if (fd >= 0)
-        close(fd);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = procfile_read(s_cg.dir_fd, "cgroup.procs", &buf, &cap);
+    size_t len = n > 0 ? (size_t)n : 0;
     /* One pid per line: only numbers ended by their newline count. */
     for (size_t i = 0; buf && i < len;) {
         char *end = memchr(buf + i, '\n', len - i);

@@ -15,6 +15,7 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "procfile.h"
 #include "sentinel.h"
 
 struct pidset {
@@ -36,40 +37,6 @@ void strays_log_method(void)
                  "(setsid env -i) then survives", cgroup_describe());
 }
 
-/* /proc/self/task/<pid>/children into ps->buf, to its end whatever its length. 0, or -1 with errno. */
-static int s_read_children(struct pidset *ps)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ps->len = 0;
-    for (;;) {
-        if (ps->len + 1 >= ps->bcap) {
-            size_t cap = ps->bcap ? ps->bcap * 2 : 4096;
-            char *nb = realloc(ps->buf, cap);
-            if (!nb)
-                break;
-            ps->buf = nb;
-            ps->bcap = cap;
-        }
-        ssize_t n = read(fd, ps->buf + ps->len, ps->bcap - 1 - ps->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return n == 0 ? 0 : -1;
-        }
-        ps->len += (size_t)n;
-    }
-    close(fd);
-    errno = ENOMEM;
-    return -1;
-}
-
 static int s_add(struct pidset *ps, pid_t pid)
 {
     if (ps->n == ps->cap) {
@@ -88,8 +55,12 @@ static int s_add(struct pidset *ps, pid_t pid)
  * neither the sentinel nor a running worker. Count, or -1 with errno. */
 static int s_strays(struct pidset *ps, const struct job *job)
 {
-    if (s_read_children(ps) < 0)
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    ssize_t len = procfile_read(AT_FDCWD, path, &ps->buf, &ps->bcap);
+    if (len < 0)
         return -1;
+    ps->len = (size_t)len;
     ps->n = 0;
     size_t i = 0;
     while (i < ps->len) {

@@ -287,7 +287,7 @@ static void a_end_generation(struct sup *s)
 {
     struct job *job = s->job;
     s_cancel_grace(s);
-    strays_kill(s->job);
+    strays_kill(job);
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
     int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal

@@ -28,16 +28,6 @@ survivors() {
     for p in $(cat "$@"); do alive "$p" && n=$((n + 1)); done
     echo $n
 }
-# until_ok SECONDS CMD...: runs CMD every 50 ms until it succeeds; 1 after SECONDS.
-until_ok() {
-    local secs=$1 i=0
-    shift
-    while ! "$@"; do
-        i=$((i + 1))
-        [ $i -ge $((secs * 20)) ] && return 1
-        sleep 0.05
-    done
-}
 lines_are() { [ "$(cat "$2" 2>/dev/null | wc -l)" = "$1" ]; }
 none_alive() { [ "$(survivors "$@")" = 0 ]; }
 

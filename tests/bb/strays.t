@@ -14,16 +14,6 @@ if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; the
 plan $((nmodes * 3 + nmodes * 5))
 export OUTDIR=$T PLAUNCH
 
-# until_ok SECONDS CMD...: runs CMD every 50 ms until it succeeds; 1 after SECONDS.
-until_ok() {
-    local secs=$1 i=0
-    shift
-    while ! "$@"; do
-        i=$((i + 1))
-        [ $i -ge $((secs * 20)) ] && return 1
-        sleep 0.05
-    done
-}
 # count_alive FILE: how many of the pids listed in FILE are alive.
 count_alive() {
     local n=0 p
