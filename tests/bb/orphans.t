@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 modes="0"
 if [ "$(id -u)" = 0 ] && grep -q ' - cgroup2 ' /proc/self/mountinfo; then modes="0 1"; fi
-plan $(($(echo $modes | wc -w) * 5 + 3))
+plan $(($(echo $modes | wc -w) * 6 + 3))
 
 cat >forker.sh <<'W'
 #!/bin/bash
@@ -43,8 +43,11 @@ for mode in $modes; do
     ok $([ -n "$rundir" ] && until_ok 10 test ! -e "$rundir"; echo $?) "PLAUNCH_CGROUP=$mode: ... and its run directory ($rundir) is removed"
     if [ "$mode" = 0 ]; then
         ok 0 "# SKIP without the job cgroup a setsid env -i daemon outlives a SIGKILL of plaunch (docs/design.md)"
+        ok 0 "# SKIP no job cgroup to remove"
     else
         until_ok 10 none_alive daemons; ok $? "PLAUNCH_CGROUP=$mode: ... nor the 3 setsid env -i daemons (the sentinel ends the job cgroup)"
+        cg=$(sed -n "s/.*ended with the job's cgroup \(.*\) (cgroup.*/\1/p" log/plaunch.log)
+        ok $([ -n "$cg" ] && until_ok 10 test ! -e "$cg"; echo $?) "PLAUNCH_CGROUP=$mode: ... and the sentinel removes the cgroup (${cg:-none named in plaunch.log})"
     fi
     for p in $(cat daemons); do kill -9 "$p" 2>/dev/null; done # what a failure left behind
 done

@@ -11,7 +11,7 @@ if [ "$(id -u)" = 0 ] && grep -q ' - cgroup2 ' /proc/self/mountinfo; then modes=
 nmodes=$(echo $modes | wc -w)
 pidns=0
 if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; then pidns=1; fi
-plan $((nmodes * 3 + nmodes * 5))
+plan $((nmodes * 4 + nmodes * 5 + 1))
 export OUTDIR=$T PLAUNCH
 
 # count_alive FILE: how many of the pids listed in FILE are alive.
@@ -44,7 +44,21 @@ for mode in $modes; do
     for p in $(cat chain); do kill -9 "$p" 2>/dev/null; done # what a failure left behind
     like "$(cat log/plaunch.log)" "processes left behind by workers: $([ "$mode" = 0 ] && echo 'no job cgroup' || echo "ended with the job's cgroup")" \
         "PLAUNCH_CGROUP=$mode: plaunch.log says how leftovers are ended"
+    cg=$(sed -n "s/.*ended with the job's cgroup \(.*\) (cgroup.*/\1/p" log/plaunch.log)
+    ok $([ -z "$cg" ] || [ ! -e "$cg" ]; echo $?) "PLAUNCH_CGROUP=$mode: no cgroup directory is left (${cg:-none})"
 done
+
+# ---- not allowed to create a cgroup: the job runs, and plaunch.log says why there is none ---------------------
+if [ "$(id -u)" = 0 ] && [ "$modes" != 0 ] && command -v setpriv >/dev/null; then
+    nb=$(mktemp -d /tmp/plaunch-bb-nobody.XXXXXX)
+    chown 65534:65534 "$nb"
+    (cd "$nb" && setpriv --reuid=65534 --regid=65534 --clear-groups "$PLAUNCH" --nproc-per-node 1 --quiet /bin/true)
+    like "rc=$? $(cat "$nb/log/plaunch.log")" "rc=0 .*no job cgroup \(cannot create a cgroup in .*: Permission denied\)" \
+        "as a user who may not create a cgroup: the job runs without one and plaunch.log says why"
+    rm -rf "$nb"
+else
+    ok 0 "# SKIP needs root (to run plaunch as nobody), cgroup v2 and setpriv(1)"
+fi
 
 # ---- PID namespace cases: small pids, reused on purpose (ns_last_pid) ----------------------------------------
 cat >nslib.sh <<'W'
