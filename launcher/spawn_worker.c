@@ -7,10 +7,10 @@
 #include <paths.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
