@@ -1,5 +1,5 @@
-/* sentinel: a tiny watcher process that kills the workers' process groups if the launcher itself dies
- * (SIGKILL, OOM) so that no worker or worker child outlives it. */
+/* sentinel: a tiny watcher process that ends the job cgroup and the workers' process groups if the launcher
+ * itself dies (SIGKILL, OOM) so that no worker or worker child outlives it. */
 #include "sentinel.h"
 
 #include <dirent.h>
@@ -13,6 +13,9 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
 
 #define SENTINEL_MAX_GROUPS 65536
 
@@ -80,6 +83,8 @@ static void s_remove_run_dir(const char *marker)
     }
 }
 
+/* Records: pgid > 0 watch a group, -pgid forget it (reaped with all its members: the number is free for
+ * others), 0 released (normal end). EOF without "released" means the launcher died. */
 static void s_run(int fd, const char *marker)
 {
     static pid_t groups[SENTINEL_MAX_GROUPS];
@@ -91,18 +96,21 @@ static void s_run(int fd, const char *marker)
             continue;
         if (r != (ssize_t)sizeof rec)
             break;
-        if (rec == 0) {
-            released = 1;
-            continue;
-        }
-        released = 0;
-        if (n < SENTINEL_MAX_GROUPS)
+        released = rec == 0;
+        if (rec > 0 && n < SENTINEL_MAX_GROUPS)
             groups[n++] = rec;
+        for (int i = n - 1; rec < 0 && i >= 0; i--)
+            if (groups[i] == -rec) {
+                groups[i] = groups[--n];
+                break;
+            }
     }
     if (released)
         _exit(0);
+    /* Groups first: their members are alive, so the numbers are still theirs. */
     for (int i = 0; i < n; i++)
         kill(-groups[i], SIGKILL);
+    cgroup_remove();
     if (marker[0])
         s_kill_marked(marker);
     s_remove_run_dir(marker);
@@ -112,6 +120,8 @@ static void s_run(int fd, const char *marker)
 pid_t sentinel_start(const char *marker)
 {
     int p[2];
+    /* Before the fork, so that the sentinel knows the cgroup it must end. */
+    cgroup_create();
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
     pid_t pid = fork();
@@ -141,6 +151,8 @@ pid_t sentinel_start(const char *marker)
         s_run(p[0], marker ? marker : "");
     }
     close(p[0]);
+    /* A sentinel that stopped reading (SIGSTOP) must not stop the launcher: records it cannot take are lost. */
+    fcntl(p[1], F_SETFL, O_NONBLOCK);
     s_fd = p[1];
     s_pid = pid;
     return pid;
@@ -148,10 +160,17 @@ pid_t sentinel_start(const char *marker)
 
 static void s_send(int32_t rec)
 {
+    static int warned;
     if (s_fd < 0)
         return;
-    while (write(s_fd, &rec, sizeof rec) < 0 && errno == EINTR)
+    ssize_t n;
+    while ((n = write(s_fd, &rec, sizeof rec)) < 0 && errno == EINTR)
         ;
+    if (n < 0 && !warned) {
+        warned = 1;
+        log_warn("the orphan sentinel (pid %d) does not take its records (%s): if plaunch is killed now, "
+                 "processes of this job may survive it", (int)s_pid, strerror(errno));
+    }
 }
 
 void sentinel_watch(pid_t pgid)
@@ -159,8 +178,16 @@ void sentinel_watch(pid_t pgid)
     s_send((int32_t)pgid);
 }
 
+void sentinel_forget(pid_t pgid)
+{
+    if (pgid > 0)
+        s_send(-(int32_t)pgid);
+}
+
 void sentinel_release(void)
 {
+    /* The cgroup goes first: until "released" arrives, a sentinel still ends it if plaunch dies now. */
+    cgroup_remove();
     s_send(0);
     if (s_fd >= 0)
         close(s_fd);

@@ -1,4 +1,5 @@
-/* spawn_worker: start (clone, vfork-style) and exec one worker in its own process group, output into a pipe, exec errors reported. */
+/* spawn_worker: start (clone, vfork-style) and exec one worker in its own process group and the job cgroup,
+ * output into a pipe, exec errors reported. */
 #include "spawn_worker.h"
 
 #include <errno.h>
@@ -6,12 +7,16 @@
 #include <paths.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "cgroup.h"
 
 static struct rlimit s_nofile; /* the limit plaunch was started with, restored in workers */
 static int s_nofile_set;
@@ -41,16 +46,22 @@ struct child_args {
     char *const *argv;
     char *const *envp;
     int out_w, exec_w;
+    int cg_procs;  /* the job cgroup's cgroup.procs when the child must move itself there, else -1 */
+    int cg_errno;  /* written by the child: why it could not */
     pid_t parent;
 };
 
 /* The child, on its own stack, sharing the launcher's memory until exec (CLONE_VM | CLONE_VFORK): only system
- * calls that change this process's attributes, nothing that writes the launcher's memory. Never returns. */
+ * calls that change this process's attributes; the one write to the launcher's memory is cg_errno in its own
+ * arguments, read after clone returns (posix_spawn reports errors the same way). Never returns. */
 __attribute__((no_sanitize("address", "undefined"))) static int s_child(void *arg)
 {
-    const struct child_args *a = arg;
+    struct child_args *a = arg;
     sigset_t none;
     sigemptyset(&none);
+    /* Before exec, so before the worker can fork: none of its descendants starts outside the cgroup. */
+    if (a->cg_procs >= 0 && write(a->cg_procs, "0", 1) != 1)
+        a->cg_errno = errno;
     setpgid(0, 0);
     /* Dies with the launcher; the check closes the race where the launcher died before prctl. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -84,6 +95,83 @@ fail:;
 /* The child's stack: the launcher is suspended while the child uses it (CLONE_VFORK), so one serves all. */
 static char s_stack[64 * 1024] __attribute__((aligned(64)));
 
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* The kernel's struct clone_args up to its cgroup field (CLONE_ARGS_SIZE_VER2). */
+struct s_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size;
+    uint64_t cgroup;
+};
+
+#if defined(__x86_64__) && defined(SYS_clone3)
+/* clone3 has no C library wrapper that runs a function on a new stack: the child starts after the syscall
+ * instruction on that stack, calls fn(arg) and exits with its value (fn never returns: it execs or _exits).
+ * Returns the child's pid, or -errno. */
+static long s_clone3(struct s_clone_args *ca, int (*fn)(void *), void *arg)
+{
+    long ret;
+    register int (*r12)(void *) __asm__("r12") = fn;
+    register void *r13 __asm__("r13") = arg;
+    __asm__ volatile("syscall\n\t"
+                     "test %%rax, %%rax\n\t"
+                     "jnz 1f\n\t"
+                     "xor %%ebp, %%ebp\n\t"
+                     "mov %%r13, %%rdi\n\t"
+                     "call *%%r12\n\t"
+                     "mov %%eax, %%edi\n\t"
+                     "mov $60, %%eax\n\t" /* SYS_exit */
+                     "syscall\n\t"
+                     "ud2\n"
+                     "1:"
+                     : "=a"(ret)
+                     : "0"((long)SYS_clone3), "D"(ca), "S"(sizeof *ca), "r"(r12), "r"(r13)
+                     : "rcx", "r11", "memory", "cc");
+    return ret;
+}
+static int s_have_clone3 = 1;
+#else
+static long s_clone3(struct s_clone_args *ca, int (*fn)(void *), void *arg)
+{
+    (void)ca, (void)fn, (void)arg;
+    return -ENOSYS;
+}
+static int s_have_clone3 = 0;
+#endif
+
+/* Starts the child in the job cgroup when there is one: born there with clone3(CLONE_INTO_CGROUP) (Linux >=
+ * 5.7, x86-64), which costs nothing; else the child writes itself into cgroup.procs before exec, which costs
+ * the first spawn of a generation a few ms (the kernel waits for an RCU grace period). */
+static pid_t s_clone(struct child_args *a)
+{
+    int cg = cgroup_dir_fd();
+    a->cg_procs = -1;
+    a->cg_errno = 0;
+    if (cg >= 0 && s_have_clone3) {
+        struct s_clone_args ca = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+                                   .stack = (uintptr_t)s_stack, .stack_size = sizeof s_stack,
+                                   .cgroup = (uint64_t)cg };
+        long pid = s_clone3(&ca, s_child, a);
+        if (pid > 0)
+            return (pid_t)pid;
+        if (pid == -EAGAIN || pid == -ENOMEM || pid == -EINTR) {
+            errno = (int)-pid;
+            return -1;
+        }
+        /* ENOSYS, E2BIG, EINVAL: a kernel without CLONE_INTO_CGROUP; other errors: the cgroup refused. */
+        if (pid == -ENOSYS || pid == -E2BIG || pid == -EINVAL)
+            s_have_clone3 = 0;
+        else
+            cgroup_placement_failed((int)-pid);
+    }
+    a->cg_procs = cgroup_procs_fd();
+    pid_t pid = clone(s_child, s_stack + sizeof s_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    if (pid > 0 && a->cg_errno)
+        cgroup_placement_failed(a->cg_errno);
+    return pid;
+}
+
 pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *exec_fd)
 {
     int out[2] = { -1, -1 }, ex[2] = { -1, -1 };
@@ -94,7 +182,7 @@ pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *ex
     struct child_args a = { .argv = argv, .envp = envp, .out_w = out[1], .exec_w = ex[1], .parent = getpid() };
     /* vfork semantics: no page tables to copy (the launcher has ZeroMQ threads and a few MiB mapped), so a
      * spawn costs tens of microseconds instead of hundreds. */
-    pid_t pid = clone(s_child, s_stack + sizeof s_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    pid_t pid = s_clone(&a);
     if (pid < 0)
         goto error;
     /* Both sides set the group, so signals sent right after the spawn reach it whoever runs first. */

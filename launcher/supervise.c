@@ -18,6 +18,7 @@
 #include "output.h"
 #include "sentinel.h"
 #include "spawn_worker.h"
+#include "strays.h"
 #include "wenv.h"
 
 enum sup_state { ST_IDLE, ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
@@ -67,38 +68,6 @@ static void s_signal_workers(struct sup *s, int sig)
             if (sig == SIGTERM)
                 killpg(w->pid, SIGCONT); /* a stopped group cannot act on SIGTERM */
         }
-    }
-}
-
-/* Kills and reaps children we inherited as subreaper (descendants whose worker died), except the
- * sentinel and live workers, so that nothing outlives its generation. */
-static void s_kill_strays(struct sup *s)
-{
-    for (int round = 0; round < 64; round++) {
-        char path[64], buf[4096];
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-        FILE *f = fopen(path, "re");
-        if (!f)
-            return;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        int killed = 0;
-        for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
-            pid_t pid = (pid_t)atoi(tok);
-            int is_worker = 0;
-            for (int i = 0; i < s->job->nworkers; i++)
-                is_worker |= s->job->workers[i].state == W_RUNNING && s->job->workers[i].pid == pid;
-            if (pid <= 0 || pid == sentinel_pid() || is_worker)
-                continue;
-            log_info("killing pid %d left behind by a worker", (int)pid);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-            killed++;
-        }
-        if (!killed)
-            return;
     }
 }
 
@@ -306,7 +275,7 @@ static void a_kill(struct sup *s)
 
 static void a_finish_ok(struct sup *s)
 {
-    s_kill_strays(s);
+    strays_kill(s->job);
     log_info("all %d worker%s exited 0", s->job->nworkers, s->job->nworkers == 1 ? "" : "s");
     for (int i = 0; i < s->job->nworkers; i++)
         s_close_output(s, &s->job->workers[i]);
@@ -320,7 +289,7 @@ static void a_end_generation(struct sup *s)
 {
     struct job *job = s->job;
     s_cancel_grace(s);
-    s_kill_strays(s);
+    strays_kill(job);
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
     int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
@@ -520,6 +489,7 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl)
     }
     if (loop_add_fd(s.loop, s.sigfd, ZMQ_POLLIN, s_on_signal, &s) < 0)
         goto out;
+    strays_log_method();
     if (s.ctl->setup && s.ctl->setup(s.ctl->arg, &s, s.loop) < 0)
         goto out;
     if (s.state != ST_DONE && loop_run(s.loop) < 0)
@@ -535,7 +505,7 @@ out:
         if (s.loop)
             s_close_output(&s, w);
     }
-    s_kill_strays(&s);
+    strays_kill(job);
     if (s.ctl->teardown)
         s.ctl->teardown(s.ctl->arg);
     if (s.sigfd >= 0)

@@ -42,6 +42,16 @@ wait_for() {
     done
     return 1
 }
+# until_ok SECONDS CMD...: runs CMD every 50 ms until it succeeds; 1 after SECONDS.
+until_ok() {
+    local secs=$1 i=0
+    shift
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -ge $((secs * 20)) ] && return 1
+        sleep 0.05
+    done
+}
 # alive PID: 0 when PID runs (zombies count as dead: they hold nothing but a table entry).
 alive() {
     local st
