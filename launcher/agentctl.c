@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "console.h"
 #include "coord_server.h"
 #include "creds.h"
 #include "errfile.h"
@@ -419,6 +420,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     ac->loop = loop;
     ac->started_ns = loop_now_ns();
     s_set_state(ac, AC_CONNECTING);
+    console_attach(loop); /* a stalled console reader costs lines, never the loop */
     if (services_open(&ac->sv, ac->job, loop, err, sizeof err) < 0) {
         log_error("%s", err);
         return -1;
@@ -537,6 +539,7 @@ static void s_teardown(void *arg)
         loop_timer_cancel(ac->loop, ac->hb_timer);
     if (ac->state_timer > 0)
         loop_timer_cancel(ac->loop, ac->state_timer);
+    console_detach();
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     services_close(&ac->sv);

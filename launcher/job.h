@@ -32,6 +32,13 @@ struct worker {
     int status;                /* wait status */
     int exec_errno;            /* non-zero when exec failed */
     off_t gen_log_start;       /* offset of this generation's marker in log_fd */
+    /* output.c: a full or failing log file system */
+    uint64_t log_lost;         /* bytes of output the log lost, all generations */
+    uint64_t gen_lost;         /* of which in this generation */
+    uint64_t log_gap;          /* lost since the last write that worked: a gap marker is owed */
+    off_t resume_at;           /* where the log goes on after this generation's last gap */
+    int log_errno;             /* why the last write failed */
+    int no_splice;             /* the log's file system refuses splice(2): read and write instead */
 };
 
 struct job {

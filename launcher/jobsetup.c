@@ -13,6 +13,9 @@
 
 #include "gpus.h"
 #include "idlist.h"
+#include "log.h"
+#include "output.h"
+#include "ownfile.h"
 #include "util.h"
 #include "wenv.h"
 
@@ -180,6 +183,56 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
     return n < 0 ? -1 : 0;
 }
 
+/* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. */
+static int s_open_logs(struct job *job, char *err, size_t errlen)
+{
+    int dfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
+    if (dfd < 0)
+        return -1;
+    close(dfd);
+    if (log_open(job->log_dir, "plaunch.log", err, errlen) < 0)
+        return -1;
+    return job->multi ? 0 : output_open_logs(job, err, errlen);
+}
+
+/* The run directory (the agent's socket): a fresh 0700 directory, made only in a parent no one else controls. */
+static int s_make_run_dir(struct job *job, char **envp, char *err, size_t errlen)
+{
+    const char *tmp = util_env_get(envp, "TMPDIR");
+    char base[PATH_MAX];
+    struct stat st;
+    tmp = tmp && *tmp ? tmp : "/tmp";
+    if (!realpath(tmp, base)) {
+        snprintf(err, errlen, "cannot use TMPDIR %s for the run directory: %s; set TMPDIR to a directory of your own",
+                 tmp, strerror(errno));
+        return -1;
+    }
+    int dfd = ownfile_open_dir(base, "run directory parent (TMPDIR)", "set TMPDIR to a directory of your own", err,
+                               errlen);
+    if (dfd < 0)
+        return -1;
+    close(dfd);
+    if (strlen(base) + 16 > sizeof job->run_dir) {
+        snprintf(err, errlen, "TMPDIR %s is too long for a run directory; set TMPDIR to a shorter path", base);
+        return -1;
+    }
+    snprintf(job->run_dir, sizeof job->run_dir, "%.*s/plaunch-XXXXXX", (int)sizeof job->run_dir - 16, base);
+    if (!mkdtemp(job->run_dir)) {
+        snprintf(err, errlen, "cannot create a run directory in %s: %s (set TMPDIR to a writable directory)", base,
+                 strerror(errno));
+        job->run_dir[0] = '\0';
+        return -1;
+    }
+    /* mkdtemp made it (never an existing one); check that what is at the path now is still that directory. */
+    if (lstat(job->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        snprintf(err, errlen, "the run directory %s was replaced right after it was made; set TMPDIR to a directory "
+                 "of your own", job->run_dir);
+        job->run_dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 static void s_random_job_id(char *out, size_t cap)
 {
     unsigned char r[6] = { 0 };
@@ -226,14 +279,11 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
         *exit_code = 2;
         return -1;
     }
-    const char *tmp = util_env_get(envp, "TMPDIR");
-    snprintf(job->run_dir, sizeof job->run_dir, "%s/plaunch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(job->run_dir)) {
-        snprintf(err, errlen, "cannot create a run directory in %s: %s (set TMPDIR to a writable directory)",
-                 tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        job->run_dir[0] = '\0';
+    /* Planted links, other users' files and unsafe directories are refused here, before anything starts. */
+    *exit_code = 2;
+    if (s_open_logs(job, err, errlen) < 0 || s_make_run_dir(job, envp, err, errlen) < 0)
         return -1;
-    }
+    *exit_code = 125;
     snprintf(job->agent_endpoint, sizeof job->agent_endpoint, "ipc://%s/agent", job->run_dir);
     job->endpoint_ports = calloc((size_t)job->nworkers, sizeof *job->endpoint_ports);
     if (!job->endpoint_ports || wenv_init(job, envp) < 0) {

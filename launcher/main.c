@@ -76,11 +76,7 @@ static int s_run(int argc, char **argv)
     if (sentinel_start(marker) < 0)
         fprintf(stderr, "plaunch: warning: no orphan sentinel (%s); workers still die with plaunch\n",
                 strerror(errno));
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/plaunch.log", job.log_dir);
-    log_set_origin(job.hostname);
-    if (log_open(path) < 0)
-        fprintf(stderr, "plaunch: warning: cannot write %s: %s\n", path, strerror(errno));
+    log_set_origin(job.hostname); /* plaunch.log was opened with the log directory, by jobsetup_init */
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
              job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
              o.prog_argv[0], job.log_dir);
@@ -107,7 +103,7 @@ static int s_run(int argc, char **argv)
         goto out;
     }
     agentctl_ctl(ac, &ctl);
-    code = supervise_run(&job, &ctl);
+    code = output_final_status(&job, supervise_run(&job, &ctl));
     agentctl_destroy(&ac);
     log_info("plaunch exits with %d", code);
 out:

@@ -1,5 +1,6 @@
-/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank>, and --tee ranks to the console
- * line by line with a [rank N] prefix. Nothing is buffered on the way to the log file. */
+/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
+ * shown), and --tee ranks to the console line by line with a [rank N] prefix. Nothing is buffered on the way to the
+ * log file; what a full file system refuses is counted, reported, and marked in the log. */
 #include "output.h"
 
 #include <errno.h>
@@ -11,28 +12,41 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "console.h"
 #include "log.h"
-#include "util.h"
+#include "ownfile.h"
 
 #define OUTPUT_CHUNK 65536
 #define OUTPUT_LINE_MAX 65536 /* a longer "line" is shown in pieces rather than held forever */
+#define OUTPUT_SPLICE (1 << 20)
+#define OUTPUT_PIPE (1 << 20)
+
+static char s_log_dir[PATH_MAX]; /* for messages */
 
 int output_open_logs(struct job *job, char *err, size_t errlen)
 {
+    static const char fix[] = "choose another --log-dir";
+    int dfd = ownfile_open_dir(job->log_dir, "log directory", fix, err, errlen);
+    if (dfd < 0)
+        return -1;
+    snprintf(s_log_dir, sizeof s_log_dir, "%s", job->log_dir);
     for (int i = 0; i < job->nworkers; i++) {
         struct worker *w = &job->workers[i];
-        char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/workerlog.%d", job->log_dir, w->rank);
+        char name[32];
+        snprintf(name, sizeof name, "workerlog.%d", w->rank);
         if (w->log_fd >= 0)
             close(w->log_fd);
-        int flags = O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | (job->generation == 0 ? O_TRUNC : 0);
-        w->log_fd = open(path, flags, 0644);
+        /* Not O_APPEND (splice(2) refuses such files): this process is the file's only writer. */
+        w->log_fd = ownfile_open(dfd, job->log_dir, name, job->generation == 0 ? OWNFILE_TRUNC : 0, fix, err, errlen);
         if (w->log_fd < 0) {
-            snprintf(err, errlen, "cannot open worker log '%s': %s; choose a writable --log-dir", path,
-                     strerror(errno));
+            close(dfd);
             return -1;
         }
     }
+    close(dfd);
+    char hint[PATH_MAX + 64];
+    snprintf(hint, sizeof hint, "every line is in %s/workerlog.N", job->log_dir);
+    console_set_hint(1, hint);
     return 0;
 }
 
@@ -47,6 +61,62 @@ void output_close_logs(struct job *job)
     }
 }
 
+/* Bytes the log could not take: said at once on the console (once per run of failures), counted per rank. */
+static void s_lost(struct worker *w, size_t n, int err)
+{
+    if (w->log_gap == 0)
+        log_error("cannot write %s/workerlog.%d: %s: rank %d's output is being lost (the worker goes on; a marker "
+                  "in the log will show the gap); free space on that file system", s_log_dir, w->rank,
+                  strerror(err), w->rank);
+    w->log_errno = err;
+    w->log_gap += n;
+    w->gen_lost += n;
+    w->log_lost += n;
+}
+
+static size_t s_write_some(int fd, const char *data, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            errno = n == 0 ? EIO : errno;
+            break;
+        }
+        done += (size_t)n;
+    }
+    return done;
+}
+
+/* After a loss, the first write that works marks the gap, so no reader takes the lines around it as adjacent. */
+static int s_mark_gap(struct worker *w)
+{
+    char mark[256];
+    int n = snprintf(mark, sizeof mark, "\n==== plaunch: %llu bytes of rank %d's output were lost here (%s) ====\n",
+                     (unsigned long long)w->log_gap, w->rank, strerror(w->log_errno));
+    if (s_write_some(w->log_fd, mark, (size_t)n) < (size_t)n)
+        return -1;
+    log_warn("rank %d's log is written again after %llu bytes were lost", w->rank, (unsigned long long)w->log_gap);
+    w->log_gap = 0;
+    w->resume_at = lseek(w->log_fd, 0, SEEK_CUR);
+    return 0;
+}
+
+static void s_log_write(struct worker *w, const char *data, size_t len)
+{
+    if (w->log_fd < 0)
+        return;
+    if (w->log_gap > 0 && s_mark_gap(w) < 0) {
+        s_lost(w, len, errno);
+        return;
+    }
+    size_t done = s_write_some(w->log_fd, data, len);
+    if (done < len)
+        s_lost(w, len - done, errno);
+}
+
 void output_marker(const struct job *job, struct worker *w)
 {
     char line[512];
@@ -59,26 +129,47 @@ void output_marker(const struct job *job, struct worker *w)
                      "%04d-%02d-%02dT%02d:%02d:%02dZ ====\n",
                      job->job_id, job->generation, job->generation, job->opt.max_restarts, w->rank, (int)w->pid,
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    util_write_all(w->log_fd, line, (size_t)n);
-    w->gen_log_start = lseek(w->log_fd, 0, SEEK_END); /* the tail shows the worker's bytes, not this line */
+    w->gen_lost = 0;
+    w->resume_at = 0;
+    /* A larger pipe: a chatty worker waits for us less often and each wake-up moves more (best effort: the
+     * kernel caps what an unprivileged user may have in pipes). */
+    if (w->out_fd >= 0)
+        fcntl(w->out_fd, F_SETPIPE_SZ, OUTPUT_PIPE);
+    s_log_write(w, line, (size_t)n);
+    w->gen_log_start = lseek(w->log_fd, 0, SEEK_CUR); /* the tail shows the worker's bytes, not this line */
 }
 
-/* Emits one console line "[rank N] text\n" in a single write so ranks never interleave mid-line. */
+/* Console lines of one pump, "[rank N] text\n" each, go out in one write: whole lines only, so ranks never
+ * interleave mid-line, and a chatty rank costs one write per pump rather than one per line. */
+static char s_batch[OUTPUT_CHUNK];
+static size_t s_batch_len;
+
+static void s_tee_flush(void)
+{
+    if (s_batch_len > 0)
+        console_put(STDOUT_FILENO, s_batch, s_batch_len);
+    s_batch_len = 0;
+}
+
 static void s_tee_line(const struct worker *w, const char *text, size_t len)
 {
-    char stackbuf[4096];
     char prefix[32];
     int plen = snprintf(prefix, sizeof prefix, "[rank %d] ", w->rank);
     size_t total = (size_t)plen + len + 1;
-    char *out = total <= sizeof stackbuf ? stackbuf : malloc(total);
+    if (s_batch_len + total > sizeof s_batch)
+        s_tee_flush();
+    char *out = total <= sizeof s_batch ? s_batch + s_batch_len : malloc(total);
     if (!out)
         return;
     memcpy(out, prefix, (size_t)plen);
     memcpy(out + plen, text, len);
     out[total - 1] = '\n';
-    util_write_all(STDOUT_FILENO, out, total);
-    if (out != stackbuf)
-        free(out);
+    if (out == s_batch + s_batch_len) {
+        s_batch_len += total;
+        return;
+    }
+    console_put(STDOUT_FILENO, out, total); /* a line longer than the batch: on its own */
+    free(out);
 }
 
 static void s_tee_feed(struct worker *w, const char *data, size_t len)
@@ -114,11 +205,29 @@ static void s_tee_feed(struct worker *w, const char *data, size_t len)
     }
 }
 
-int output_pump(struct worker *w, size_t max_bytes)
+static int s_pump(struct worker *w, size_t max_bytes)
 {
     static char buf[OUTPUT_CHUNK];
     size_t moved = 0;
     while (w->out_fd >= 0 && (max_bytes == 0 || moved < max_bytes)) {
+        /* A rank that is not shown needs no copy in user space: the kernel moves the pipe's pages to the file. */
+        if (!w->tee && w->log_fd >= 0 && w->log_gap == 0 && !w->no_splice) {
+            size_t want = max_bytes && max_bytes - moved < OUTPUT_SPLICE ? max_bytes - moved : OUTPUT_SPLICE;
+            ssize_t n = splice(w->out_fd, NULL, w->log_fd, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                moved += (size_t)n;
+                continue;
+            }
+            if (n == 0)
+                return 1;
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return 0;
+            if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
+                w->no_splice = 1;
+            /* else (ENOSPC, EIO, ...): read the bytes below, where a failed write is counted and reported */
+        }
         ssize_t n = read(w->out_fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR)
@@ -127,13 +236,19 @@ int output_pump(struct worker *w, size_t max_bytes)
         }
         if (n == 0)
             return 1;
-        if (w->log_fd >= 0)
-            util_write_all(w->log_fd, buf, (size_t)n);
+        s_log_write(w, buf, (size_t)n);
         if (w->tee)
             s_tee_feed(w, buf, (size_t)n);
         moved += (size_t)n;
     }
     return 0;
+}
+
+int output_pump(struct worker *w, size_t max_bytes)
+{
+    int eof = s_pump(w, max_bytes);
+    s_tee_flush();
+    return eof;
 }
 
 void output_finish(struct worker *w)
@@ -143,25 +258,16 @@ void output_finish(struct worker *w)
     output_pump(w, 0);
     if (w->tee && w->line.len > 0) {
         s_tee_line(w, w->line.buf, w->line.len);
+        s_tee_flush();
         w->line.len = 0;
     }
     close(w->out_fd);
     w->out_fd = -1;
 }
 
-char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap)
+/* Copies raw log bytes into buf as indented, printable lines, the last nlines of them. */
+static size_t s_quote(const char *raw, ssize_t n, int nlines, char *buf, size_t cap)
 {
-    buf[0] = '\0';
-    if (w->log_fd < 0 || cap < 8)
-        return buf;
-    off_t end = lseek(w->log_fd, 0, SEEK_END), start = w->gen_log_start;
-    size_t want = 16384;
-    if (end - start > (off_t)want)
-        start = end - (off_t)want;
-    char raw[16384];
-    ssize_t n = pread(w->log_fd, raw, (size_t)(end - start), start);
-    if (n <= 0)
-        return buf;
     /* Walk back over nlines newlines (ignoring a final one) to find where the tail begins. */
     ssize_t i = n - 1;
     if (i >= 0 && raw[i] == '\n')
@@ -191,6 +297,55 @@ char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap)
     }
     if (o > 0 && buf[o - 1] != '\n' && o + 1 < cap)
         buf[o++] = '\n';
+    return o;
+}
+
+char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (w->log_fd < 0 || cap < 8)
+        return buf;
+    off_t end = lseek(w->log_fd, 0, SEEK_END), start = w->gen_log_start;
+    size_t o = 0;
+    /* Lines from before a loss are not the last lines: say what is missing instead of quoting them. */
+    if (w->log_gap > 0) {
+        int n = snprintf(buf, cap, "    | [plaunch: no tail: the last %llu bytes rank %d wrote were lost (%s)]\n",
+                         (unsigned long long)w->log_gap, w->rank, strerror(w->log_errno));
+        (void)n; /* cut to cap by snprintf: still a line that says it */
+        return buf;
+    }
+    if (w->gen_lost > 0) {
+        int n = snprintf(buf, cap, "    | [plaunch: incomplete: %llu bytes of this generation's output were lost "
+                         "before the lines below (%s)]\n", (unsigned long long)w->gen_lost, strerror(w->log_errno));
+        o = n < (int)cap ? (size_t)n : 0;
+        buf[o] = '\0';
+        if (w->resume_at > start)
+            start = w->resume_at;
+    }
+    if (end - start > 16384)
+        start = end - 16384;
+    char raw[16384];
+    ssize_t n = end > start ? pread(w->log_fd, raw, (size_t)(end - start), start) : 0;
+    if (n > 0)
+        o += s_quote(raw, n, nlines, buf + o, cap - o);
     buf[o] = '\0';
     return buf;
+}
+
+int output_final_status(const struct job *job, int code)
+{
+    char list[2048];
+    size_t o = 0;
+    for (int i = 0; i < job->nworkers && o < sizeof list; i++)
+        if (job->workers[i].log_lost)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%srank %d lost %llu bytes", o ? ", " : "",
+                                  job->workers[i].rank, (unsigned long long)job->workers[i].log_lost);
+    if (log_lost_bytes() && o < sizeof list)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%splaunch.log lost %llu bytes", o ? ", " : "",
+                              (unsigned long long)log_lost_bytes());
+    if (o == 0)
+        return code;
+    log_error("the logs in %s are incomplete (a full or failing file system): %s%s", job->log_dir, list,
+              code == 0 ? "; exit status 125 although every worker exited 0" : "");
+    return code == 0 ? 125 : code;
 }

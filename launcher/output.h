@@ -1,11 +1,13 @@
-/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank>, and --tee ranks to the console
- * line by line with a [rank N] prefix. Nothing is buffered on the way to the log file. */
+/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
+ * shown), and --tee ranks to the console line by line with a [rank N] prefix. Nothing is buffered on the way to the
+ * log file; what a full file system refuses is counted, reported, and marked in the log. */
 #ifndef PLAUNCH_OUTPUT_H
 #define PLAUNCH_OUTPUT_H
 
 #include "job.h"
 
-/* Opens (first generation: truncates) workerlog.<rank> for every worker; -1 with a message in err. */
+/* Opens (first generation: truncates) workerlog.<rank> for every worker, refusing links, other users' files and
+ * unsafe directories (ownfile.h); -1 with a message in err. */
 int output_open_logs(struct job *job, char *err, size_t errlen);
 void output_close_logs(struct job *job);
 /* Writes the generation marker line to the worker's log and remembers where this generation starts. */
@@ -15,7 +17,10 @@ void output_marker(const struct job *job, struct worker *w);
 int output_pump(struct worker *w, size_t max_bytes);
 /* Reads what is left without blocking, flushes a partial console line, closes the pipe. */
 void output_finish(struct worker *w);
-/* Copies the last nlines lines of this generation's log into buf (printable, indented); returns buf. */
+/* Copies the last nlines lines of this generation's log into buf (printable, indented); returns buf. After a loss it
+ * never quotes lines from before it: a "[plaunch: ...]" line says that the tail is missing or incomplete. */
 char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap);
+/* The job's exit status given the workers' code: when a log lost bytes it says so (per rank) and turns 0 into 125. */
+int output_final_status(const struct job *job, int code);
 
 #endif
