@@ -5,10 +5,18 @@
 set -u
 PLAUNCH_SRC="${PLAUNCH_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
 PLAUNCH_BUILD="${PLAUNCH_BUILD:-$PLAUNCH_SRC/build}"
+PLAUNCH_SRC=$(cd "$PLAUNCH_SRC" && pwd)
+PLAUNCH_BUILD=$(cd "$PLAUNCH_BUILD" && pwd)
 FIX=$PLAUNCH_SRC/tests/fixtures/probe
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
+# The live probe runs the launcher, whose default --log-dir is ./log: run from the temporary directory, so that
+# `make test` never touches the log/ of `make run` in the directory the test was started from.
+start=$PWD
+s_log_state() { find "$start/log" -maxdepth 1 -printf '%p %s %T@\n' 2>/dev/null | sort; }
+log_before=$(s_log_state)
+cd "$tmp" || exit 1
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
@@ -213,5 +221,8 @@ else
     skip "no nvcc"
     skip "no nvcc"
 fi
+
+[ "$(s_log_state)" = "$log_before" ] && ok "nothing written into $start/log" ||
+    not_ok "the test wrote into $start/log" "$(s_log_state | head -5)"
 
 echo "1..$n"
