@@ -216,6 +216,8 @@ static int s_pump(struct worker *w, size_t max_bytes)
             ssize_t n = splice(w->out_fd, NULL, w->log_fd, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (n > 0) {
                 moved += (size_t)n;
+                if ((size_t)n < want && max_bytes)
+                    return 0; /* the pipe is empty now: the loop wakes us for more, without an EAGAIN call */
                 continue;
             }
             if (n == 0)
@@ -240,6 +242,8 @@ static int s_pump(struct worker *w, size_t max_bytes)
         if (w->tee)
             s_tee_feed(w, buf, (size_t)n);
         moved += (size_t)n;
+        if ((size_t)n < sizeof buf && max_bytes)
+            return 0;
     }
     return 0;
 }
