@@ -139,7 +139,7 @@ static ssize_t s_write(struct stream *s, const char *data, size_t len)
 
 static int s_append(struct stream *s, const char *data, size_t len)
 {
-    if (s->head + s->len + len > s->cap) {
+    if (s->head + s->len + len > s->cap && s->head > 0) {
         memmove(s->buf, s->buf + s->head, s->len);
         s->head = 0;
     }
