@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "console.h"
 #include "output.h"
 
 static char s_dir[64];
@@ -192,17 +193,54 @@ static void test_tail_small_buffers(void **state)
     }
 }
 
+/* A full file system, simulated with /dev/full in place of the log descriptor (writes fail with ENOSPC). */
+static void test_tail_after_loss(void **state)
+{
+    s_new_generation(0);
+    FEED("before1\nbefore2\n");
+    int real = dup(s_w.log_fd), full = open("/dev/full", O_WRONLY);
+    assert_true(real >= 0 && full >= 0);
+    dup2(full, s_w.log_fd);
+    FEED("lost1\nlost2\n");
+    dup2(real, s_w.log_fd);
+    assert_int_equal(s_w.log_gap, 12);
+    assert_int_equal(s_w.log_lost, 12);
+    /* The loss goes on: no line from before it is quoted. */
+    s_expect_tail(5, "    | [plaunch: no tail: the last 12 bytes rank 3 wrote were lost (No space left on device)]\n");
+    /* Space is back: the log marks the gap, the tail quotes only what came after it. */
+    FEED("after1\nafter2\n");
+    assert_int_equal(s_w.log_gap, 0);
+    s_expect_tail(5, "    | [plaunch: incomplete: 12 bytes of this generation's output were lost before the lines "
+                     "below (No space left on device)]\n    | after1\n    | after2\n");
+    size_t len;
+    char *log = s_read_log(&len);
+    assert_non_null(strstr(log, "before2\n\n==== plaunch: 12 bytes of rank 3's output were lost here (No space left "
+                                "on device) ====\nafter1\n"));
+    free(log);
+    /* A new generation starts with a clean tail; the total stays for the exit status. */
+    s_new_generation(1);
+    FEED("gen1\n");
+    s_expect_tail(5, "    | gen1\n");
+    assert_int_equal(output_final_status(&s_job, 0), 125);
+    assert_int_equal(output_final_status(&s_job, 3), 3);
+    close(real);
+    close(full);
+}
+
 /* Runs fn with stdout sent to a file; returns what it printed (static buffer). */
 static const char *s_capture_stdout(void (*fn)(void))
 {
     static char out[8192];
     char path[128];
     snprintf(path, sizeof path, "%s/console", s_dir);
+    char summary[256];
     fflush(stdout);
+    console_finish(0, summary, sizeof summary); /* the console looks at fd 1 afresh: the file below */
     int saved = dup(STDOUT_FILENO), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     assert_true(saved >= 0 && fd >= 0);
     dup2(fd, STDOUT_FILENO);
     fn();
+    console_finish(0, summary, sizeof summary);
     dup2(saved, STDOUT_FILENO);
     close(saved);
     ssize_t n = pread(fd, out, sizeof out - 1, 0);
@@ -247,6 +285,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tail_escapes_unprintable, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_tail_of_long_log, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_tail_small_buffers, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_tail_after_loss, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_tee_lines_prefixed, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_no_tee_prints_nothing, s_setup, s_teardown),
     };
