@@ -27,13 +27,19 @@ ends_within() {
     return 1
 }
 
-# A reader that opens the FIFO and never reads.
-sleep 300 <out.fifo &
-stalled=$!
-"$PLAUNCH" --nproc-per-node 2 --log-dir log ./chatty.sh >out.fifo 2>err.txt &
-pl=$!
-wait_for 2 "wrote.*" 30
-ok $? "both workers wrote 20000 lines while stdout was not read"
+# start_stalled NPROC LOGDIR ERRFILE: plaunch with stdout into a FIFO whose reader never reads; waits until every
+# worker has written its lines. Sets pl (plaunch) and stalled (the reader).
+start_stalled() {
+    rm -f wrote.* go
+    sleep 300 <out.fifo &
+    stalled=$!
+    "$PLAUNCH" --nproc-per-node "$1" --log-dir "$2" ./chatty.sh >out.fifo 2>"$3" &
+    pl=$!
+    wait_for "$1" "wrote.*" 30
+    ok $? "$1 worker(s) wrote 20000 lines each while stdout was not read"
+}
+
+start_stalled 2 log err.txt
 flags=$(awk '/^flags:/ { print $2 }' "/proc/$pl/fdinfo/1" 2>/dev/null)
 is "$(( 8#${flags:-4000} & 8#4000 ))" 0 "plaunch's stdout (shared with the shell) is not left O_NONBLOCK"
 kill -TERM "$pl"
@@ -49,13 +55,7 @@ kill "$stalled" 2>/dev/null
 wait "$stalled" 2>/dev/null
 
 # The reader comes back: what was queued arrives, the gap is reported where it is, and later lines come through.
-rm -f wrote.* go
-sleep 300 <out.fifo &
-stalled=$!
-"$PLAUNCH" --nproc-per-node 1 --log-dir log2 ./chatty.sh >out.fifo 2>err2.txt &
-pl=$!
-wait_for 1 "wrote.0" 30
-ok $? "the worker wrote 20000 lines while stdout was not read"
+start_stalled 1 log2 err2.txt
 cat out.fifo >got.txt &
 reader=$!
 for _ in $(seq 1 300); do grep -q 'console lines dropped' got.txt && break; sleep 0.05; done
