@@ -183,7 +183,8 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
     return n < 0 ? -1 : 0;
 }
 
-/* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. */
+/* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. A
+ * refused workerlog leaves every workerlog as it was (plaunch.log is this run's, as always). */
 static int s_open_logs(struct job *job, char *err, size_t errlen)
 {
     int dfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
@@ -281,7 +282,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     }
     /* Planted links, other users' files and unsafe directories are refused here, before anything starts. */
     *exit_code = 2;
-    if (s_open_logs(job, err, errlen) < 0 || s_make_run_dir(job, envp, err, errlen) < 0)
+    if (s_make_run_dir(job, envp, err, errlen) < 0 || s_open_logs(job, err, errlen) < 0)
         return -1;
     *exit_code = 125;
     snprintf(job->agent_endpoint, sizeof job->agent_endpoint, "ipc://%s/agent", job->run_dir);

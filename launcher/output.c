@@ -26,25 +26,38 @@ static char s_log_dir[PATH_MAX]; /* for messages */
 int output_open_logs(struct job *job, char *err, size_t errlen)
 {
     static const char fix[] = "choose another --log-dir";
-    int dfd = ownfile_open_dir(job->log_dir, "log directory", fix, err, errlen);
-    if (dfd < 0)
-        return -1;
-    snprintf(s_log_dir, sizeof s_log_dir, "%s", job->log_dir);
-    for (int i = 0; i < job->nworkers; i++) {
-        struct worker *w = &job->workers[i];
+    int n = job->nworkers, opened = 0;
+    int *fds = malloc(((size_t)n + 1) * sizeof *fds);
+    int dfd = fds ? ownfile_open_dir(job->log_dir, "log directory", fix, err, errlen) : -1;
+    if (!fds)
+        snprintf(err, errlen, "out of memory");
+    /* Every log is proved ours before any is emptied, so a refusal loses no old log. Not O_APPEND (splice(2)
+     * refuses such files): this process is each workerlog's only writer. */
+    for (; dfd >= 0 && opened < n; opened++) {
         char name[32];
-        snprintf(name, sizeof name, "workerlog.%d", w->rank);
+        snprintf(name, sizeof name, "workerlog.%d", job->workers[opened].rank);
+        if ((fds[opened] = ownfile_open(dfd, job->log_dir, name, 0, fix, err, errlen)) < 0)
+            break;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    for (int i = 0; i < opened; i++) {
+        struct worker *w = &job->workers[i];
+        if (opened < n) {
+            close(fds[i]);
+            continue;
+        }
+        if (job->generation == 0 && (ftruncate(fds[i], 0) < 0 || lseek(fds[i], 0, SEEK_SET) < 0))
+            log_warn("cannot empty %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
         if (w->log_fd >= 0)
             close(w->log_fd);
-        /* Not O_APPEND (splice(2) refuses such files): this process is the file's only writer. */
-        w->log_fd = ownfile_open(dfd, job->log_dir, name, job->generation == 0 ? OWNFILE_TRUNC : 0, fix, err, errlen);
-        if (w->log_fd < 0) {
-            close(dfd);
-            return -1;
-        }
+        w->log_fd = fds[i];
     }
-    close(dfd);
+    free(fds);
+    if (opened < n)
+        return -1;
     char hint[PATH_MAX + 64];
+    snprintf(s_log_dir, sizeof s_log_dir, "%s", job->log_dir);
     snprintf(hint, sizeof hint, "every line is in %s/workerlog.N", job->log_dir);
     console_set_hint(1, hint);
     return 0;

@@ -2,7 +2,7 @@
 # logsafe.t: plaunch (often root) never writes through links planted in the log directory, never truncates a file
 # that is not its own, refuses log and run directories other users control, and starts nothing when it refuses.
 . "$(dirname "$0")/lib.sh"
-plan 34
+plan 35
 
 echo precious >victim
 cat >w.sh <<'W'
@@ -23,8 +23,9 @@ refused() {
     is "$(ls started.* 2>/dev/null | wc -l)" 0 "$2: no worker started"
 }
 
-mkdir -p d1 && ln -s ../victim d1/workerlog.1
+mkdir -p d1 && ln -s ../victim d1/workerlog.1 && echo "old run" >d1/workerlog.0
 refused d1 "a symlink planted as workerlog.1" "$T/d1/workerlog.1 is a symbolic link.*remove it"
+is "$(cat d1/workerlog.0)" "old run" "a refused start empties no old workerlog"
 
 mkdir -p d2 && ln -s ../victim d2/plaunch.log
 refused d2 "a symlink planted as plaunch.log" "$T/d2/plaunch.log is a symbolic link"
