@@ -144,9 +144,10 @@ void output_marker(const struct job *job, struct worker *w)
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     w->gen_lost = 0;
     w->resume_at = 0;
-    /* A larger pipe: a chatty worker waits for us less often and each wake-up moves more (best effort: the
-     * kernel caps what an unprivileged user may have in pipes). */
-    if (w->out_fd >= 0)
+    /* A larger pipe: a chatty worker waits for us less often and each wake-up moves more. Only as root: other
+     * users' pipes share a per-user budget (fs.pipe-user-pages-soft), and past it every new pipe of theirs would
+     * be cut to one page. */
+    if (w->out_fd >= 0 && geteuid() == 0)
         fcntl(w->out_fd, F_SETPIPE_SZ, OUTPUT_PIPE);
     s_log_write(w, line, (size_t)n);
     w->gen_log_start = lseek(w->log_fd, 0, SEEK_CUR); /* the tail shows the worker's bytes, not this line */

@@ -93,10 +93,30 @@ run_all() {
     printf '\r%*s\r' 20 '' >&2
 }
 
+# cpu_pass: the launcher's own CPU time (task-clock of the plaunch process alone, not its workers), 3 runs per
+# plaunch row after the timed rounds; load on the machine hardly changes it. Needs perf; skipped without it.
+cpu_pass() {
+    local row dir i
+    command -v perf >/dev/null 2>&1 || return 0
+    for row in "${ROWS[@]}"; do
+        [ "$row" != files ] || continue
+        : >"$BENCH_TMP/$row.cpu"
+        for i in 1 2 3; do
+            dir=$BENCH_TMP/$row.cpu$i
+            mkdir -p "$dir"
+            row_cmd "$row" "$dir"
+            perf stat --no-inherit -x, -e task-clock -o "$dir/perf" "${CMD[@]}" >/dev/null 2>&1 ||
+                bench_fail_run "$row (under perf)" "$dir/perf" 1
+            awk -F, '/task-clock/ { printf "%.1f\n", $1 }' "$dir/perf" >>"$BENCH_TMP/$row.cpu"
+            rm -rf "$dir"
+        done
+    done
+}
+
 report() {
-    local row med floor ratio
+    local row med min p90 floor ratio cpu label
     bench_header "bench-logs $RUNS runs: 2 workers x $BYTES bytes of lines"
-    printf '%-34s %10s %10s %10s %10s\n' "" "median ms" "min ms" "p90 ms" "x files"
+    printf '%-34s %10s %10s %10s %10s %12s\n' "" "median ms" "min ms" "p90 ms" "x files" "own CPU ms"
     floor=$(bench_stats "$BENCH_TMP/files.ms" | cut -d' ' -f1)
     for row in "${ROWS[@]}"; do
         read -r med min p90 _ < <(bench_stats "$BENCH_TMP/$row.ms")
@@ -104,9 +124,11 @@ report() {
         files) label="files (shell redirection)" ;;
         plaunch) label="plaunch --tee none" ;;
         tee0) label="plaunch --tee 0 (console: a file)" ;;
-        old) label="plaunch --tee none, BENCH_PLAUNCH_OLD" ;;
+        old) label="plaunch --tee none, OLD build" ;;
         esac
-        printf '%-34s %10s %10s %10s %10s\n' "$label" "$med" "$min" "$p90" "$(bench_div "$med" "$floor")"
+        cpu=-
+        [ ! -s "$BENCH_TMP/$row.cpu" ] || cpu=$(bench_stats "$BENCH_TMP/$row.cpu" | cut -d' ' -f1)
+        printf '%-34s %10s %10s %10s %10s %12s\n' "$label" "$med" "$min" "$p90" "$(bench_div "$med" "$floor")" "$cpu"
     done
     ratio=$(bench_div "$(bench_stats "$BENCH_TMP/plaunch.ms" | cut -d' ' -f1)" "$floor")
     echo "target: plaunch --tee none <= 1.14 x files: $(bench_verdict "$ratio <= 1.14") ($ratio)" \
@@ -115,4 +137,5 @@ report() {
 
 write_worker
 run_all
+cpu_pass
 report
