@@ -64,6 +64,18 @@ error:
     return -1;
 }
 
+int ownfile_empty(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    /* An empty file is left alone: truncating it anyway makes ext4 (auto_da_alloc) flush all that is written
+     * next when it is closed, which the job's end would wait for. */
+    if (st.st_size > 0 && ftruncate(fd, 0) < 0)
+        return -1;
+    return lseek(fd, 0, SEEK_SET) < 0 ? -1 : 0;
+}
+
 /* The existing entry name, opened without following a link or blocking on a FIFO, if it is ours to write. */
 static int s_open_existing(int dirfd, const char *path, const char *name, int flags, const char *fix, char *err,
                            size_t errlen)
@@ -101,7 +113,7 @@ static int s_open_existing(int dirfd, const char *path, const char *name, int fl
         goto error;
     }
     /* Proved ours: only now may it be emptied. */
-    if ((flags & OWNFILE_TRUNC) && ftruncate(fd, 0) < 0) {
+    if ((flags & OWNFILE_TRUNC) && ownfile_empty(fd) < 0) {
         snprintf(err, errlen, "cannot truncate %s: %s; %s", path, strerror(errno), fix);
         goto error;
     }

@@ -24,4 +24,7 @@ enum ownfile_flags {
 int ownfile_open(int dirfd, const char *dirpath, const char *name, int flags, const char *fix, char *err,
                  size_t errlen);
 
+/* Empties fd, a file already proved ours (a file that is empty already is not touched); 0, or -1 with errno. */
+int ownfile_empty(int fd);
+
 #endif

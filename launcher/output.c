@@ -47,7 +47,7 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
             close(fds[i]);
             continue;
         }
-        if (job->generation == 0 && (ftruncate(fds[i], 0) < 0 || lseek(fds[i], 0, SEEK_SET) < 0))
+        if (job->generation == 0 && ownfile_empty(fds[i]) < 0)
             log_warn("cannot empty %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
         if (w->log_fd >= 0)
             close(w->log_fd);
