@@ -21,7 +21,7 @@ bench_setup
 ROWS=(files plaunch tee0)
 if [ -n "$OLD" ]; then
     cp "$OLD" "$BENCH_TMP/plaunch-old"
-    ROWS+=(old)
+    ROWS+=(old oldtee0)
 fi
 
 # The worker: text lines through stdio, as a training script's logging would write them.
@@ -59,6 +59,7 @@ row_cmd() {
     plaunch) CMD=("$PLAUNCH" --nproc-per-node 2 --tee none --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     tee0) CMD=("$PLAUNCH" --nproc-per-node 2 --tee 0 --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     old) CMD=("$BENCH_TMP/plaunch-old" --nproc-per-node 2 --tee none --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
+    oldtee0) CMD=("$BENCH_TMP/plaunch-old" --nproc-per-node 2 --tee 0 --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     esac
 }
 
@@ -125,6 +126,7 @@ report() {
         plaunch) label="plaunch --tee none" ;;
         tee0) label="plaunch --tee 0 (console: a file)" ;;
         old) label="plaunch --tee none, OLD build" ;;
+        oldtee0) label="plaunch --tee 0, OLD build" ;;
         esac
         cpu=-
         [ ! -s "$BENCH_TMP/$row.cpu" ] || cpu=$(bench_stats "$BENCH_TMP/$row.cpu" | cut -d' ' -f1)
