@@ -158,13 +158,14 @@ static int s_append(struct stream *s, const char *data, size_t len)
     return 0;
 }
 
-/* "plaunch: 12 console lines dropped (stdout was not read); every line is in DIR/workerlog.N" */
+/* "plaunch: 12 console lines dropped (stdout was not read); every line is in DIR/workerlog.N", after a newline
+ * when a line was cut off in the middle (queued bytes always end a line). */
 static int s_notice(const struct stream *s, uint64_t lines, char *buf, size_t cap)
 {
     int both = s->fds == 6u;
     const char *h1 = s->fds & 2u ? s_hints[1] : "", *h2 = s->fds & 4u ? s_hints[2] : "";
     int n = snprintf(buf, cap, "%splaunch: %llu console line%s dropped (%s %s %s)%s%s%s%s\n",
-                     s->mid_line ? "\n" : "", (unsigned long long)lines, lines == 1 ? "" : "s",
+                     s->len == 0 && s->mid_line ? "\n" : "", (unsigned long long)lines, lines == 1 ? "" : "s",
                      both ? "stdout and stderr" : s->fds & 2u ? "stdout" : "stderr", both ? "were" : "was",
                      s->broken ? "closed by its reader" : "not read", *h1 ? "; " : "", h1, *h2 ? "; " : "", h2);
     return n < (int)cap ? n : (int)cap - 1;
