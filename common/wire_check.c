@@ -1,4 +1,5 @@
-/* wire_check: the bound of every field of every message, the cross-field rules, and the peer version/job check. */
+/* wire_check: the bound of every field of every message, the cross-field rules, the peer version/job check, and
+ * the message-type names and error formatter that the rest of the wire module builds on. */
 #include "wire.h"
 
 #include <inttypes.h>
@@ -9,6 +10,42 @@
 #ifndef PLAUNCH_VERSION
 #define PLAUNCH_VERSION "unknown"
 #endif
+
+static const char *const s_type_names[] = {
+    [WIRE_NONE] = "NONE",
+    [WIRE_HELLO] = "HELLO",
+    [WIRE_JOIN] = "JOIN",
+    [WIRE_ASSIGN] = "ASSIGN",
+    [WIRE_REFUSE] = "REFUSE",
+    [WIRE_HEARTBEAT] = "HEARTBEAT",
+    [WIRE_WORKER_EXIT] = "WORKER_EXIT",
+    [WIRE_STOP] = "STOP",
+    [WIRE_NCCL_ID_PUT] = "NCCL_ID_PUT",
+    [WIRE_NCCL_ID_GET] = "NCCL_ID_GET",
+    [WIRE_NCCL_ID] = "NCCL_ID",
+    [WIRE_BARRIER] = "BARRIER",
+    [WIRE_BARRIER_DONE] = "BARRIER_DONE",
+    [WIRE_REPORT] = "REPORT",
+    [WIRE_BYE] = "BYE",
+};
+
+int wire_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+const char *wire_type_name(wire_type_t type)
+{
+    if ((unsigned)type < sizeof s_type_names / sizeof s_type_names[0] && s_type_names[type])
+        return s_type_names[type];
+    return "UNKNOWN";
+}
 
 /* CS_TOKEN: printable ASCII without spaces, for names that end up in logs, environment variables and file names. */
 enum charset { CS_ANY, CS_TOKEN };

@@ -101,7 +101,7 @@ static int s_set_grace(struct opts *o, const char *val, const char *origin, char
     return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
 }
 
-int opts_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+static int s_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return s_copy(o->config, sizeof o->config, val, origin, err, errlen);
 }
@@ -115,15 +115,7 @@ static int s_set_host(struct opts *o, const char *val, const char *origin, char 
 
 static int s_set_quiet(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 || strcmp(val, "yes") == 0)
-        o->quiet = 1;
-    else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
-        o->quiet = 0;
-    else {
-        snprintf(err, errlen, "%s '%s': expected true or false", origin, val);
-        return -1;
-    }
-    return 0;
+    return opts_parse_bool(val, &o->quiet, origin, err, errlen);
 }
 
 static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -226,12 +218,7 @@ static int s_set_token_file(struct opts *o, const char *val, const char *origin,
 
 static int s_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    int q = o->quiet;
-    if (s_set_quiet(o, val, origin, err, errlen) < 0)
-        return -1;
-    o->insecure = o->quiet;
-    o->quiet = q;
-    return 0;
+    return opts_parse_bool(val, &o->insecure, origin, err, errlen);
 }
 
 static const struct optdef s_defs[] = {
@@ -250,7 +237,7 @@ static const struct optdef s_defs[] = {
       "Restart the whole job up to N times after a worker fails (default: 0)." },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
       "Time workers get after SIGTERM before SIGKILL (default: 10)." },
-    { "config", NULL, NULL, 1, opts_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
+    { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
     { "host", NULL, NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
@@ -288,7 +275,7 @@ static const struct optdef s_defs[] = {
 #define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
 
 /* Matches a name with '-' and '_' treated alike; returns the definition or NULL. */
-const struct optdef *opts_find(const char *name, size_t len)
+static const struct optdef *s_find(const char *name, size_t len)
 {
     for (int i = 0; i < NDEFS; i++) {
         const char *cands[3] = { s_defs[i].name, s_defs[i].alias1, s_defs[i].alias2 };
@@ -306,6 +293,20 @@ const struct optdef *opts_find(const char *name, size_t len)
         }
     }
     return NULL;
+}
+
+/* A key of the config file: any option but --config itself (a config file cannot name another). */
+static int s_ini_key(void *arg, const char *key, const char *value, const char *where, char *err, size_t errlen)
+{
+    const struct optdef *d = s_find(key, strlen(key));
+    char origin[PATH_MAX + 160];
+    if (!d || d->set == s_set_config) {
+        snprintf(err, errlen, "%s: unknown key '%s'; see plaunch --help for the options; keys are their names "
+                 "with '-' or '_'", where, key);
+        return -1;
+    }
+    snprintf(origin, sizeof origin, "%s: %s", where, key);
+    return d->set(arg, value, origin, err, errlen);
 }
 
 long opts_heartbeat_tick_ms(const struct opts *o)
@@ -398,7 +399,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         }
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const struct optdef *d = opts_find(name, nlen);
+        const struct optdef *d = s_find(name, nlen);
         if (!d) {
             snprintf(err, errlen, "unknown option '--%.*s'; see plaunch --help", (int)nlen, name);
             return -1;
@@ -431,18 +432,18 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     /* The config file is named on the command line or in the environment, then read first. */
     const char *cfg = util_env_get(envp, "PLAUNCH_CONFIG");
     for (int k = 0; k < npairs; k++)
-        if (pairs[k].def->set == opts_set_config)
+        if (pairs[k].def->set == s_set_config)
             cfg = pairs[k].val;
     if (cfg && *cfg) {
         snprintf(o->config, sizeof o->config, "%s", cfg);
-        if (opts_load_ini(o, cfg, err, errlen) < 0)
+        if (opts_ini_read(cfg, s_ini_key, o, err, errlen) < 0)
             return -1;
     }
     for (int k = 0; k < NDEFS; k++) {
         char name[64], origin[80];
         s_env_name(&s_defs[k], name, sizeof name);
         const char *v = util_env_get(envp, name);
-        if (!v || !*v || s_defs[k].set == opts_set_config)
+        if (!v || !*v || s_defs[k].set == s_set_config)
             continue;
         snprintf(origin, sizeof origin, "environment %s", name);
         if (s_defs[k].set(o, v, origin, err, errlen) < 0)

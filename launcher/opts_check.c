@@ -18,6 +18,19 @@
 _Static_assert(OPTS_MAX_WORKERS == WIRE_MAX_LOCAL, "--nproc-per-node and what a JOIN carries differ");
 _Static_assert(OPTS_MAX_HEARTBEAT_S < OPTS_MAX_HEARTBEAT_TIMEOUT_S, "--heartbeat leaves no room for its timeout");
 
+int opts_parse_bool(const char *val, int *out, const char *origin, char *err, size_t errlen)
+{
+    if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 || strcmp(val, "yes") == 0)
+        *out = 1;
+    else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
+        *out = 0;
+    else {
+        snprintf(err, errlen, "%s '%s': expected true or false", origin, val);
+        return -1;
+    }
+    return 0;
+}
+
 int opts_parse_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what, char *err,
                    size_t errlen)
 {

@@ -105,13 +105,10 @@ int opts_compat_set_ips(struct opts *o, const char *val, const char *origin, cha
     return 0;
 }
 
-/* A flag like --quiet: the table's own true/false parser (--quiet's setter) reads the value. */
+/* A flag like --quiet. */
 int opts_compat_set_standalone(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    int quiet = o->quiet, rc = opts_find("quiet", 5)->set(o, val, origin, err, errlen);
-    o->standalone = rc == 0 ? o->quiet : o->standalone;
-    o->quiet = quiet;
-    return rc;
+    return opts_parse_bool(val, &o->standalone, origin, err, errlen);
 }
 
 /* This host's IPv4 addresses on interfaces that are up (of its network namespace); the count. */

@@ -10,7 +10,8 @@
 #include "optfile.h"
 
 struct ini_state {
-    struct opts *o;
+    opts_ini_key_fn key;
+    void *arg;
     FILE *f;
     int lineno;                /* counted by s_ini_reader: the Debian inih has no line numbers */
     size_t bytes;              /* read so far: a file that grows while read still ends at the bound */
@@ -56,31 +57,24 @@ static int s_ini_handler(void *user, const char *section, const char *name, cons
 {
     struct ini_state *st = user;
     int lineno = st->lineno;
-    char origin[PATH_MAX + 80];
+    char where[PATH_MAX + 32];
     if (st->failed)
         return 1;
-    snprintf(origin, sizeof origin, "%s:%d: %s", st->path, lineno, name);
+    snprintf(where, sizeof where, "%s:%d", st->path, lineno);
     if (section[0] && strcmp(section, "plaunch") != 0) {
         snprintf(st->err, st->errlen, "%s:%d: unknown section [%s]; options belong in [plaunch]", st->path,
                  lineno, section);
         st->failed = 1;
         return 1;
     }
-    const struct optdef *d = opts_find(name, strlen(name));
-    if (!d || d->set == opts_set_config) {
-        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s'; see plaunch --help for the "
-                 "options; keys are their names with '-' or '_'", st->path, lineno, name);
-        st->failed = 1;
-        return 1;
-    }
-    if (d->set(st->o, value, origin, st->err, st->errlen) < 0)
+    if (st->key(st->arg, name, value, where, st->err, st->errlen) < 0)
         st->failed = 1;
     return 1;
 }
 
-int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen)
+int opts_ini_read(const char *path, opts_ini_key_fn key, void *arg, char *err, size_t errlen)
 {
-    struct ini_state st = { .o = o, .path = path, .err = err, .errlen = errlen };
+    struct ini_state st = { .key = key, .arg = arg, .path = path, .err = err, .errlen = errlen };
     st.f = optfile_fopen(path, "config file", OPTFILE_MAX_CONFIG, err, errlen);
     if (!st.f)
         return -1;

@@ -20,10 +20,6 @@ struct optdef {
     const char *help;
 };
 
-/* The option called name[0..len) ('-' and '_' alike, aliases included), or NULL. */
-const struct optdef *opts_find(const char *name, size_t len);
-/* The --config setter: a config file cannot name another config file. */
-int opts_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 /* opts_compat.c: setters of the torchrun/Paddle spellings (--master-addr, --master-port, --ips, --standalone). */
 int opts_compat_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_compat_set_master_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
@@ -32,8 +28,12 @@ int opts_compat_set_standalone(struct opts *o, const char *val, const char *orig
 /* Folds the torchrun/Paddle spellings (--master-addr/--master-port, --ips, --standalone) into nnodes, master,
  * node_rank and host, refusing contradictions; 0, or -1 with a message. Runs after every source was read. */
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen);
-/* Reads the INI file at path into o; 0, or -1 with a message naming file:line. */
-int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen);
+/* opts_ini.c: reads the INI file at path (bounded, a regular file) and calls key() for every key of its [plaunch]
+ * section with where = "FILE:LINE"; key() returns 0, or -1 with a message in err. 0, or -1 with a message naming
+ * file:line. The reader knows nothing of the option table: the caller's key() does. */
+typedef int (*opts_ini_key_fn)(void *arg, const char *key, const char *value, const char *where, char *err,
+                               size_t errlen);
+int opts_ini_read(const char *path, opts_ini_key_fn key, void *arg, char *err, size_t errlen);
 
 /* opts_check.c: the ranges, derived from the control plane's bounds (common/wire.h). Every parser fills err with
  * "ORIGIN 'VALUE': expected ..., RANGE" and returns -1, or returns 0. */
@@ -47,6 +47,8 @@ int opts_load_ini(struct opts *o, const char *path, char *err, size_t errlen);
 #define OPTS_MAX_WAIT_S 86400               /* --rdzv-timeout, --elastic-timeout: a day */
 #define OPTS_MAX_JOB_ID WIRE_MAX_JOB_ID
 #define OPTS_MAX_HOST WIRE_MAX_HOST
+/* true/1/yes or false/0/no into *out. */
+int opts_parse_bool(const char *val, int *out, const char *origin, char *err, size_t errlen);
 /* A whole decimal number in [lo, hi]; what names it in the message ("the number of workers"). */
 int opts_parse_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what, char *err,
                    size_t errlen);

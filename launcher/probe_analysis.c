@@ -10,34 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *probe_sev_name(enum probe_sev sev)
-{
-    return sev == PROBE_SEV_FLAG ? "FLAG" : sev == PROBE_SEV_NOTE ? "note" : "ok";
-}
-
-int probe_analysis_add(struct probe_analysis *a, enum probe_sev sev, const char *kind, const char *reason,
-                       const char *fmt, ...)
-{
-    if (a->nverdicts == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        struct probe_verdict *v = realloc(a->verdicts, cap * sizeof *v);
-        if (v == NULL)
-            return -1;
-        a->verdicts = v;
-        a->cap = cap;
-    }
-    struct probe_verdict *v = &a->verdicts[a->nverdicts++];
-    v->sev = sev;
-    v->kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v->text, sizeof v->text, fmt, ap);
-    va_end(ap);
-    snprintf(v->reason, sizeof v->reason, "%s", reason ? reason : "");
-    a->nflags += sev == PROBE_SEV_FLAG;
-    return 0;
-}
-
 const struct probe_group_stat *probe_analysis_group(const struct probe_analysis *a, int n)
 {
     for (size_t i = 0; i < a->ngroups; i++)
@@ -240,7 +212,7 @@ static int s_busbw_verdicts(const struct probe_meas *m, const struct probe_thres
     char size[32], why[1024];
     const struct probe_group_stat *b = probe_analysis_group(a, a->base_n), *low = NULL;
     if (a->base_n == 0)
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "busbw-drop", NULL, "busbw scaling not checked: no AllReduce "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "busbw-drop", NULL, "busbw scaling not checked: no AllReduce "
                                   "sweeps of 2 or more GPUs at a common size (at N=1 busbw is 0 by definition)");
     probe_fmt_bytes(a->ref_bytes, size, sizeof size);
     for (size_t i = 0; i < a->ngroups; i++) {
@@ -252,17 +224,17 @@ static int s_busbw_verdicts(const struct probe_meas *m, const struct probe_thres
         if (!g->busbw_flag)
             continue;
         s_reason(m, t, a, g, a->base_n, 0, why, sizeof why);
-        if (probe_analysis_add(a, PROBE_SEV_FLAG, "busbw-drop", why, "busbw drop at N=%d: %.1f GB/s at %s is %.0f%% "
+        if (probe_verdict_add(a, PROBE_SEV_FLAG, "busbw-drop", why, "busbw drop at N=%d: %.1f GB/s at %s is %.0f%% "
                                "below N=%d's %.1f GB/s (allowed: %.0f%%)", g->n, g->busbw, size,
                                100 * (1 - g->busbw_rel), a->base_n, b->busbw, 100 * t->busbw_max_drop) < 0)
             return -1;
     }
     if (low == NULL)
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "busbw-drop", NULL, "busbw scaling: only N=%d swept (%.1f GB/s "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "busbw-drop", NULL, "busbw scaling: only N=%d swept (%.1f GB/s "
                                   "at %s), nothing to compare", a->base_n, b->busbw, size);
     if (low->busbw_flag)
         return 0;
-    return probe_analysis_add(a, PROBE_SEV_OK, "busbw-drop", NULL, "busbw holds: every N from %d up keeps at least "
+    return probe_verdict_add(a, PROBE_SEV_OK, "busbw-drop", NULL, "busbw holds: every N from %d up keeps at least "
                               "%.0f%% of N=%d's %.1f GB/s at %s (lowest: %.0f%% at N=%d)", a->base_n,
                               100 * (1 - t->busbw_max_drop), a->base_n, b->busbw, size, 100 * low->busbw_rel, low->n);
 }
@@ -272,10 +244,10 @@ static int s_eff_verdicts(const struct probe_meas *m, const struct probe_thresho
     char why[1024], ok[512] = "";
     int checked = 0, flagged = 0;
     if (m->nsteps == 0)
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency not checked: no "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency not checked: no "
                                   "synthetic data-parallel step in the data");
     if (!probe_meas_step(m, 1))
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency not checked: it needs "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency not checked: it needs "
                                   "the N=1 step as its baseline");
     for (size_t i = 0; i < a->ngroups; i++) {
         const struct probe_group_stat *g = &a->groups[i];
@@ -290,17 +262,17 @@ static int s_eff_verdicts(const struct probe_meas *m, const struct probe_thresho
             continue;
         flagged++;
         s_reason(m, t, a, g, 1, 1, why, sizeof why);
-        if (probe_analysis_add(a, PROBE_SEV_FLAG, "efficiency", why, "sublinear scaling at N=%d: efficiency %.2f is "
+        if (probe_verdict_add(a, PROBE_SEV_FLAG, "efficiency", why, "sublinear scaling at N=%d: efficiency %.2f is "
                                "below the %.2f threshold (throughput %.4g/s against an ideal %.4g/s)", g->n,
                                g->efficiency, g->threshold, g->throughput, g->throughput / g->efficiency) < 0)
             return -1;
     }
     if (checked == 0)
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency: only N=1 measured; run "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "efficiency", NULL, "scaling efficiency: only N=1 measured; run "
                                   "on 2 or more GPUs to check scaling");
     if (flagged)
         return 0;
-    return probe_analysis_add(a, PROBE_SEV_OK, "efficiency", NULL, "scaling efficiency meets the thresholds: %s",
+    return probe_verdict_add(a, PROBE_SEV_OK, "efficiency", NULL, "scaling efficiency meets the thresholds: %s",
                               ok[0] ? ok : "no threshold applies to the measured group sizes");
 }
 
@@ -311,13 +283,13 @@ static int s_network_note(const struct probe_meas *m, struct probe_analysis *a)
     char size[32];
     uint64_t at = s_net_compare(m, a, &inter, &intra, &intra_n, &nodes);
     if (at == 0)
-        return m->nhosts > 1 ? probe_analysis_add(a, PROBE_SEV_NOTE, "network", NULL, "%zu hosts but no one-GPU-per-"
+        return m->nhosts > 1 ? probe_verdict_add(a, PROBE_SEV_NOTE, "network", NULL, "%zu hosts but no one-GPU-per-"
                                                   "node sweep: inter-node bandwidth not measured apart", m->nhosts) : 0;
     probe_fmt_bytes(at, size, sizeof size);
     if (!isfinite(intra))
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "network", NULL, "inter-node: one GPU per node (%d nodes) "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "network", NULL, "inter-node: one GPU per node (%d nodes) "
                                   "reaches %.1f GB/s busbw at %s", nodes, inter, size);
-    return probe_analysis_add(a, PROBE_SEV_NOTE, "network", NULL, "inter-node vs intra-node: one GPU per node (%d "
+    return probe_verdict_add(a, PROBE_SEV_NOTE, "network", NULL, "inter-node vs intra-node: one GPU per node (%d "
                               "nodes) reaches %.1f GB/s busbw at %s, %d GPUs inside a node %.1f GB/s (%.1fx)", nodes,
                               inter, size, intra_n, intra, inter > 0 ? intra / inter : INFINITY);
 }

@@ -51,9 +51,9 @@ void probe_analysis_destroy(struct probe_analysis **a);
 int probe_analysis_exit_status(const struct probe_analysis *a);
 const struct probe_group_stat *probe_analysis_group(const struct probe_analysis *a, int n);
 
-/* Appends a verdict (reason may be NULL); -1 when out of memory. For the probe_* analysis modules. */
-int probe_analysis_add(struct probe_analysis *a, enum probe_sev sev, const char *kind, const char *reason,
+/* probe_verdict.c: appends a verdict (reason may be NULL); -1 when out of memory. For the probe_* analysis modules. */
+int probe_verdict_add(struct probe_analysis *a, enum probe_sev sev, const char *kind, const char *reason,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-const char *probe_sev_name(enum probe_sev sev);
+const char *probe_verdict_sev_name(enum probe_sev sev);
 
 #endif

@@ -38,7 +38,7 @@ static void s_verdicts(FILE *out, const struct probe_analysis *a)
             if (v->sev != order[o])
                 continue;
             fprintf(out, "<li class=\"%s\" data-kind=\"%s\"><span class=\"sev\">%s</span> ", cls[v->sev], v->kind,
-                    probe_sev_name(v->sev));
+                    probe_verdict_sev_name(v->sev));
             probe_chart_esc(out, v->text);
             if (v->reason[0]) {
                 fputs("<div class=\"why\">why: ", out);

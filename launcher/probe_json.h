@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_JSON_H
 #define PLAUNCH_PROBE_JSON_H
 
-#include "probe_meas.h"
+#include "probe_err.h"
 
 #include <jansson.h>
 

@@ -11,16 +11,6 @@
 
 #include "optfile.h"
 
-void probe_err_set(struct probe_err *err, const char *fmt, ...)
-{
-    if (err == NULL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-}
-
 double probe_algbw(uint64_t bytes, double time_us)
 {
     return time_us > 0 ? (double)bytes / time_us / 1e3 : NAN;

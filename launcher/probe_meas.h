@@ -9,17 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe_err.h"
+
 #define PROBE_SCHEMA "plaunch-probe/1"
 #define PROBE_MAX_GPUS 4096
 #define PROBE_MAX_SWEEPS 64
 #define PROBE_MAX_RESULTS 64
 #define PROBE_MAX_PAIRWISE 512
 
-/* Every probe function that can fail fills one of these: a complete sentence naming the thing and the fix. */
-struct probe_err {
-    char msg[1024];
-};
-void probe_err_set(struct probe_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct probe_gpu {
     int rank, local_rank, device;

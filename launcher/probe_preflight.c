@@ -75,7 +75,7 @@ static int s_check_mismatch(const struct probe_meas *m, struct probe_analysis *a
                  "PTX compiled at run time and features newer than %s fail", drv);
     s_append(why, sizeof why, "fix: install an NVIDIA driver for CUDA %s or newer, or use a build of the "
              "framework for CUDA %s or older", rt, drv);
-    return probe_analysis_add(a, PROBE_SEV_FLAG, "versions", why,
+    return probe_verdict_add(a, PROBE_SEV_FLAG, "versions", why,
                               "CUDA mismatch on host %s (ranks %s): the driver supports CUDA up to %s but the "
                               "program's runtime is CUDA %s", g->host, list, drv, rt);
 }
@@ -84,7 +84,7 @@ static int s_check_versions(const struct probe_meas *m, struct probe_analysis *a
 {
     int bad = 0, unknown = 0, nccl_other = 0;
     if (m->ngpus == 0)
-        return probe_analysis_add(a, PROBE_SEV_NOTE, "versions", NULL, "no per-GPU preflight in the data: "
+        return probe_verdict_add(a, PROBE_SEV_NOTE, "versions", NULL, "no per-GPU preflight in the data: "
                                   "driver/runtime versions and P2P not checked");
     for (size_t i = 0; i < m->ngpus; i++) {
         const struct probe_gpu *g = &m->gpus[i];
@@ -106,13 +106,13 @@ static int s_check_versions(const struct probe_meas *m, struct probe_analysis *a
         const struct probe_gpu *other = &m->gpus[nccl_other - 1];
         probe_fmt_nccl_version(other->nccl_version, v1, sizeof v1);
         bad++;
-        if (probe_analysis_add(a, PROBE_SEV_FLAG, "versions", "every rank of a communicator needs the same NCCL; "
+        if (probe_verdict_add(a, PROBE_SEV_FLAG, "versions", "every rank of a communicator needs the same NCCL; "
                                "mixed versions hang or fail at init; install one NCCL version everywhere",
                                "NCCL versions differ: rank %d has %s, rank %d has %s", m->gpus[0].rank, v0,
                                other->rank, v1) < 0)
             return -1;
     }
-    if (unknown && probe_analysis_add(a, PROBE_SEV_NOTE, "versions", NULL, "%d GPU record(s) lack the driver or "
+    if (unknown && probe_verdict_add(a, PROBE_SEV_NOTE, "versions", NULL, "%d GPU record(s) lack the driver or "
                                       "runtime CUDA version", unknown) < 0)
         return -1;
     if (bad || unknown)
@@ -125,7 +125,7 @@ static int s_check_versions(const struct probe_meas *m, struct probe_analysis *a
     probe_fmt_nccl_version(m->gpus[0].nccl_version, v0, sizeof v0);
     if (!uniform)
         drv[0] = rt[0] = '\0';
-    return probe_analysis_add(a, PROBE_SEV_OK, "versions", NULL, "CUDA driver %s%s>= runtime %s%son all %zu GPU(s); "
+    return probe_verdict_add(a, PROBE_SEV_OK, "versions", NULL, "CUDA driver %s%s>= runtime %s%son all %zu GPU(s); "
                               "NCCL %s", drv, uniform ? " " : "", rt, uniform ? " " : "", m->ngpus, v0);
 }
 
@@ -140,7 +140,7 @@ static int s_check_p2p(const struct probe_meas *m, struct probe_analysis *a)
 {
     int pairs = 0, missing = 0;
     if (m->np2p == 0)
-        return m->ngpus > 1 ? probe_analysis_add(a, PROBE_SEV_NOTE, "p2p", NULL, "no P2P matrix in the data") : 0;
+        return m->ngpus > 1 ? probe_verdict_add(a, PROBE_SEV_NOTE, "p2p", NULL, "no P2P matrix in the data") : 0;
     for (size_t h = 0; h < m->np2p; h++) {
         const struct probe_p2p *p = &m->p2p[h];
         int here = 0, lines = 0;
@@ -150,7 +150,7 @@ static int s_check_p2p(const struct probe_meas *m, struct probe_analysis *a)
         pairs += p->n * (p->n - 1) / 2;
         missing += here;
         if (here > 1 && here == p->n * (p->n - 1) / 2) {
-            if (probe_analysis_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "no P2P between any of the %d GPUs on "
+            if (probe_verdict_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "no P2P between any of the %d GPUs on "
                                    "host %s", p->n, p->host) < 0)
                 return -1;
             continue;
@@ -159,17 +159,17 @@ static int s_check_p2p(const struct probe_meas *m, struct probe_analysis *a)
             for (int j = i + 1; j < p->n; j++) {
                 if (!s_no_p2p(p, i, j) || ++lines > S_MAX_LINES)
                     continue;
-                if (probe_analysis_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "no P2P between ranks %d and %d on "
+                if (probe_verdict_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "no P2P between ranks %d and %d on "
                                        "host %s", p->ranks[i], p->ranks[j], p->host) < 0)
                     return -1;
             }
-        if (lines > S_MAX_LINES && probe_analysis_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "and %d more GPU "
+        if (lines > S_MAX_LINES && probe_verdict_add(a, PROBE_SEV_FLAG, "p2p", S_P2P_WHY, "and %d more GPU "
                                                       "pairs without P2P on host %s", lines - S_MAX_LINES, p->host) < 0)
             return -1;
     }
     if (missing || pairs == 0)
         return 0;
-    return probe_analysis_add(a, PROBE_SEV_OK, "p2p", NULL, "P2P: all %d GPU pair(s) on %zu host(s) have peer "
+    return probe_verdict_add(a, PROBE_SEV_OK, "p2p", NULL, "P2P: all %d GPU pair(s) on %zu host(s) have peer "
                               "access", pairs, m->np2p);
 }
 
@@ -222,7 +222,7 @@ static int s_pair_slow(const struct probe_meas *m, const struct probe_thresholds
 static int s_check_pairs(const struct probe_meas *m, const struct probe_thresholds *t, struct probe_analysis *a)
 {
     if (m->pair_n < 2)
-        return m->ngpus > 1 ? probe_analysis_add(a, PROBE_SEV_NOTE, "slow-pair", NULL, "no pairwise bandwidth "
+        return m->ngpus > 1 ? probe_verdict_add(a, PROBE_SEV_NOTE, "slow-pair", NULL, "no pairwise bandwidth "
                                                  "matrix in the data: slow pairs not checked") : 0;
     double med[2] = { probe_preflight_pair_median(m, 0), probe_preflight_pair_median(m, 1) };
     int slow = 0;
@@ -232,7 +232,7 @@ static int s_check_pairs(const struct probe_meas *m, const struct probe_threshol
                 continue;
             int inter = s_pair_inter(m, i, j);
             const char *hi = s_host(m, m->pair_ranks[i]);
-            if (probe_analysis_add(a, PROBE_SEV_FLAG, "slow-pair", S_PAIR_WHY, "slow pair: ranks %d and %d "
+            if (probe_verdict_add(a, PROBE_SEV_FLAG, "slow-pair", S_PAIR_WHY, "slow pair: ranks %d and %d "
                                    "(%s%s) move %.1f GB/s, %.2fx the median %s pair (%.1f GB/s)",
                                    m->pair_ranks[i], m->pair_ranks[j], inter ? "across hosts" : "host ",
                                    inter ? "" : (hi ? hi : "?"), s_pair(m, i, j), s_pair(m, i, j) / med[inter],
@@ -240,14 +240,14 @@ static int s_check_pairs(const struct probe_meas *m, const struct probe_threshol
                 return -1;
         }
     if (slow > S_MAX_LINES)
-        return probe_analysis_add(a, PROBE_SEV_FLAG, "slow-pair", S_PAIR_WHY, "and %d more slow pairs",
+        return probe_verdict_add(a, PROBE_SEV_FLAG, "slow-pair", S_PAIR_WHY, "and %d more slow pairs",
                                   slow - S_MAX_LINES);
     if (slow)
         return 0;
     char inter[64] = "";
     if (isfinite(med[1]))
         snprintf(inter, sizeof inter, ", %.1f GB/s inter-node", med[1]);
-    return probe_analysis_add(a, PROBE_SEV_OK, "slow-pair", NULL, "pairwise: no pair below %.2fx the median "
+    return probe_verdict_add(a, PROBE_SEV_OK, "slow-pair", NULL, "pairwise: no pair below %.2fx the median "
                               "(%.1f GB/s intra-node%s)", t->pair_slow_fraction, med[0], inter);
 }
 
@@ -302,7 +302,7 @@ static int s_check_verified(const struct probe_meas *m, struct probe_analysis *a
         char size[32];
         probe_fmt_bytes(first->bytes, size, sizeof size);
         bad_sweeps++;
-        if (probe_analysis_add(a, PROBE_SEV_FLAG, "verification", "the sum read back after timing differed from "
+        if (probe_verdict_add(a, PROBE_SEV_FLAG, "verification", "the sum read back after timing differed from "
                                "the expected value, so these timings cannot be trusted; rerun with NCCL_DEBUG=WARN "
                                "and check the GPUs' memory (`nvidia-smi -q -d ECC`)", "wrong AllReduce result at "
                                "N=%d (%s): %zu of %zu sizes failed the check, the first at %s", s->n,
@@ -312,7 +312,7 @@ static int s_check_verified(const struct probe_meas *m, struct probe_analysis *a
     }
     if (bad_sweeps || checked == 0)
         return 0;
-    return probe_analysis_add(a, PROBE_SEV_OK, "verification", NULL, "verification: all %zu AllReduce results were "
+    return probe_verdict_add(a, PROBE_SEV_OK, "verification", NULL, "verification: all %zu AllReduce results were "
                               "checked after timing and are correct", checked);
 }
 

@@ -120,7 +120,7 @@ void probe_report_table(FILE *out, const struct probe_meas *m, const struct prob
     fprintf(out, "\nVerdicts (%d flag%s)\n", a->nflags, a->nflags == 1 ? "" : "s");
     for (size_t i = 0; i < a->nverdicts; i++) {
         const struct probe_verdict *v = &a->verdicts[i];
-        fprintf(out, "  %-4s  %s%s%s\n", probe_sev_name(v->sev), v->text, v->reason[0] ? "; why: " : "", v->reason);
+        fprintf(out, "  %-4s  %s%s%s\n", probe_verdict_sev_name(v->sev), v->text, v->reason[0] ? "; why: " : "", v->reason);
     }
     fflush(out);
 }
@@ -177,7 +177,7 @@ json_t *probe_report_json(const struct probe_meas *m, const struct probe_analysi
     for (size_t i = 0; i < a->nverdicts; i++) {
         const struct probe_verdict *v = &a->verdicts[i];
         json_array_append_new(verdicts, json_pack("{s:s, s:s, s:s, s:s}", "severity",
-                                                  v->sev == PROBE_SEV_FLAG ? "flag" : probe_sev_name(v->sev), "kind",
+                                                  v->sev == PROBE_SEV_FLAG ? "flag" : probe_verdict_sev_name(v->sev), "kind",
                                                   v->kind, "text", v->text, "reason", v->reason));
     }
     json_t *an = json_pack("{s:I, s:i, s:o, s:o, s:o, s:i, s:i}", "ref_bytes", (json_int_t)a->ref_bytes, "base_n",
