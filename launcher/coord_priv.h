@@ -3,10 +3,15 @@
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
+#include "conn_guard.h"
 #include "coord.h"
 #include "coord_server.h"
+#include "ratelog.h"
 
 #define CS_MAX_RID 256
+/* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
+ * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */
+#define CS_RECONNECT_GRACE_MS 250
 
 enum peer_state { PS_HANDSHAKE, PS_OPEN, PS_MEMBER, PS_GONE };
 
@@ -15,9 +20,13 @@ struct peer {
     int local;                  /* the agent of the coordinator's own node */
     unsigned char rid[CS_MAX_RID];
     size_t rid_len;
-    tls_chan_t *ch;             /* NULL in plaintext mode and for the local agent */
+    tls_chan_t *ch;             /* NULL in plaintext mode, for the local agent, and for a member whose session
+                                   broke (it keeps its membership until it rejoins or is lost) */
     enum peer_state st;
-    char from[80];              /* remote address as ZeroMQ saw it */
+    int fd;                     /* its connection (ZMQ_SRCFD; conn_guard tags it with the peer's index); -1 none */
+    int grace_timer;            /* member whose connection closed: lost when this fires */
+    int reconnecting;           /* ... but a connection from its address came since: the heartbeat decides */
+    char from[80];              /* remote address */
     uint64_t last_heard_ns;
     uint64_t hb_seq;
     /* from JOIN */
@@ -61,7 +70,10 @@ struct coord_server {
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
     uint64_t hb_sent_ns;
     unsigned char *frame;
-    char last_accepted[80];
+    conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
+    ratelog_t *rl;              /* warnings about unauthenticated peers, bounded */
+    int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
+    unsigned zmtp_error;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
@@ -77,7 +89,26 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m);
 void cs_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
 void cs_last_call(coord_server_t *cs, int ms);
+/* Ends the peer's session and forgets it (its connection is closed shortly, once a last message has left). */
 void cs_drop_peer(coord_server_t *cs, int peer, const char *why);
+/* coord_peers.c: the table of sessions, one per routing id (below coord_server.c; calls nothing above it) */
+int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
+int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
+void cp_flush(coord_server_t *cs, struct peer *p);
+/* Frees the session and the slot; the connection stays (untagged). */
+void cp_release(coord_server_t *cs, int peer);
+/* A member loses its session but keeps its membership: it may rejoin on a new one. */
+void cp_detach(coord_server_t *cs, int peer);
+/* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
+void cp_move(coord_server_t *cs, int from, int to);
+/* coord_conns.c: connections (below coord_server.c) */
+#define CS_STR_(x) #x
+#define CS_STR(x) CS_STR_(x)
+/* Guard, bounded warnings and the ROUTER's monitor; before the ROUTER binds. 0, or -1 + message. */
+int cc_open(coord_server_t *cs, char *err, size_t errlen);
+void cc_close(coord_server_t *cs);
+/* Takes in every pending monitor event (a frame's connection is then known). */
+void cc_drain_monitor(coord_server_t *cs);
 /* coord_world.c: membership */
 void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
 void cw_set_state(coord_server_t *cs, enum cs_state st);

@@ -1,11 +1,10 @@
 /* coord_server: the coordinator's transport: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3 sessions
- * (or plaintext with --insecure), the in-process agent of its own node, refusals, heartbeats. */
+ * (or plaintext with --insecure), the in-process agent of its own node, refusals, heartbeats. Connections and
+ * their limits: coord_conns.c; the table of sessions: coord_peers.c. */
 #include "coord_priv.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,59 +12,12 @@
 
 #include "log.h"
 
-#define CS_MONITOR_EP "inproc://plaunch-coord-monitor"
-
-static int s_hb_tick(loop_t *loop, int id, void *arg);
-
-/* ---- peers -------------------------------------------------------------------------------------- */
-
-static int s_find_peer(coord_server_t *cs, const unsigned char *rid, size_t len)
-{
-    for (int i = 1; i < cs->npeers; i++)
-        if (cs->peers[i].used && cs->peers[i].rid_len == len && memcmp(cs->peers[i].rid, rid, len) == 0)
-            return i;
-    return -1;
-}
-
-static int s_new_peer(coord_server_t *cs, const unsigned char *rid, size_t len, const char *from)
-{
-    int i = 1;
-    while (i < cs->npeers && cs->peers[i].used)
-        i++;
-    if (i == cs->npeers) {
-        if (cs->npeers == cs->cap) { /* geometric: a thousand agents must not mean a million copies */
-            int cap = cs->cap * 2;
-            struct peer *np = realloc(cs->peers, (size_t)cap * sizeof *np);
-            if (!np)
-                return -1;
-            cs->peers = np;
-            cs->cap = cap;
-        }
-        cs->npeers++;
-    }
-    struct peer *p = &cs->peers[i];
-    memset(p, 0, sizeof *p);
-    p->used = 1;
-    memcpy(p->rid, rid, len);
-    p->rid_len = len;
-    p->node_rank = -1;
-    p->joined_gen = -1;
-    p->req_rank = -1;
-    p->last_heard_ns = loop_now_ns();
-    snprintf(p->from, sizeof p->from, "%s", from && *from ? from : "unknown address");
-    return i;
-}
-
-/* Sends every pending TLS record of the peer's session as one frame each. */
-static void s_flush(coord_server_t *cs, struct peer *p)
-{
-    size_t n;
-    while (p->ch && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
-        if (zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-            zmq_send(cs->router, cs->frame, n, ZMQ_DONTWAIT) < 0)
-            return;
-    }
-}
+/* Warnings about peers that never authenticated: counted and summed up (ratelog), never one line per frame. */
+static const struct ratelog_kind RL_NOT_TLS = { "refused", "connection", "connections",
+                                                "their first frame is not a TLS ClientHello" };
+static const struct ratelog_kind RL_FRAMES = { "refused", "frame", "frames", "sent on refused connections" };
+static const struct ratelog_kind RL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
+static const struct ratelog_kind RL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
 
 void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
 {
@@ -76,13 +28,12 @@ void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
         log_info("dropping the session with %s (%s): %s", p->host[0] ? p->host : "a peer", p->from, why);
     if (p->ch) {
         tls_chan_close(p->ch);
-        s_flush(cs, p);
-        tls_chan_destroy(&p->ch);
+        cp_flush(cs, p);
     }
-    free(p->ports);
-    p->ports = NULL;
-    p->used = 0;
-    p->st = PS_GONE;
+    int fd = p->fd;
+    if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
+        conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
+    cp_release(cs, peer);
 }
 
 static int s_on_mail(loop_t *loop, int id, void *arg);
@@ -156,7 +107,7 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
         rc = -1;
     } else {
-        s_flush(cs, p);
+        cp_flush(cs, p);
     }
     free(buf);
     return rc;
@@ -208,55 +159,67 @@ static void s_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, siz
         zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT);
 }
 
-static void s_on_frame(coord_server_t *cs, const unsigned char *rid, size_t rid_len, const void *data, size_t len,
-                       const char *from)
+/* A ClientHello: a new session on this connection (the first, or one that replaces the session there). */
+static int s_new_session(coord_server_t *cs, int fd, int peer, const unsigned char *rid, size_t rid_len)
 {
-    int peer = s_find_peer(cs, rid, rid_len);
-    if (!cs->tls) {
-        if (peer < 0) {
-            if ((peer = s_new_peer(cs, rid, rid_len, from)) < 0)
-                return;
-            s_send_hello(cs, peer);
-        }
-        if (len > 0)
-            s_on_message(cs, peer, data, len);
-        return;
+    if (peer >= 0 && cs->peers[peer].st == PS_MEMBER) {
+        /* the member keeps its place until it rejoins on this session or is lost */
+        log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
+        cp_detach(cs, peer);
+    } else if (peer >= 0) {
+        cp_release(cs, peer);
     }
-    if (tls_chan_is_client_hello(data, len)) {
+    if (conn_guard_pending(cs->guard, fd) < 0) /* over the cap of handshakes under way: closed */
+        return -1;
+    if ((peer = cp_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
+        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
         if (peer >= 0)
-            cs_drop_peer(cs, peer, "the agent started a new session");
-        if ((peer = s_new_peer(cs, rid, rid_len, from)) < 0)
+            cp_release(cs, peer);
+        conn_guard_close(cs->guard, fd, CONN_REFUSAL);
+        return -1;
+    }
+    return peer;
+}
+
+/* A frame of a TLS session, or the first frame of a connection. */
+static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int peer, const unsigned char *rid,
+                           size_t rid_len, const void *data, size_t len)
+{
+    const char *addr = conn_guard_addr(cs->guard, fd);
+    if (tls_chan_is_client_hello(data, len)) {
+        if ((peer = s_new_session(cs, fd, peer, rid, rid_len)) < 0)
             return;
-        cs->peers[peer].ch = tls_chan_new(cs->tls);
-        if (!cs->peers[peer].ch) {
-            cs_drop_peer(cs, peer, "out of memory");
-            return;
-        }
     } else if (peer < 0) {
         const unsigned char *b = data;
-        if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03)
-            log_info("a TLS record from %s for a session that is over: ignored", from[0] ? from : cs->last_accepted);
-        else {
-            log_warn("refused %s: its first frame is not a TLS ClientHello (a plaintext ZeroMQ client? give it the "
-                     "job's --token or --tls-dir)", from[0] ? from : cs->last_accepted[0] ? cs->last_accepted : "?");
+        if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) { /* a session that is over, or an old */
+            ratelog_count(cs->rl, &RL_STALE, addr, 1);                    /* socket that ZeroMQ reconnected */
+        } else if (st == CONN_NEW) {
+            ratelog_warn(cs->rl, &RL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
+                         "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
             s_refuse_plaintext(cs, rid, rid_len);
         }
+        if (st == CONN_NEW)
+            conn_guard_refuse(cs->guard, fd);
         return;
     }
     struct peer *p = &cs->peers[peer];
     if (tls_chan_feed(p->ch, data, len) < 0) {
         if (p->st == PS_HANDSHAKE)
-            log_warn("refused %s: %s", p->from, tls_chan_error(p->ch));
+            ratelog_warn(cs->rl, &RL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
-        s_flush(cs, p); /* the alert tells the agent why */
-        cs_drop_peer(cs, peer, NULL);
+        cp_flush(cs, p); /* the alert tells the agent why */
+        if (p->st == PS_MEMBER)
+            cp_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
+        else
+            cs_drop_peer(cs, peer, NULL);
         return;
     }
-    s_flush(cs, p);
+    cp_flush(cs, p);
     if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
         log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
+        conn_guard_trust(cs->guard, fd);
         s_send_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
     }
     void *msg;
@@ -267,9 +230,40 @@ static void s_on_frame(coord_server_t *cs, const unsigned char *rid, size_t rid_
     }
 }
 
+static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
+                       size_t len)
+{
+    enum conn_state st = conn_guard_frame(cs->guard, fd, rid, rid_len, 0);
+    if (st == CONN_FREE || st == CONN_STALE) { /* the monitor knows more: take its news in first */
+        cc_drain_monitor(cs);
+        st = conn_guard_frame(cs->guard, fd, rid, rid_len, 1);
+    }
+    const char *addr = conn_guard_addr(cs->guard, fd);
+    if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
+        if (st == CONN_REFUSED)
+            conn_guard_close(cs->guard, fd, CONN_REFUSAL);
+        ratelog_count(cs->rl, &RL_FRAMES, addr, 1);
+        return;
+    }
+    int peer = cp_find(cs, fd, rid, rid_len);
+    if (cs->tls) {
+        s_on_tls_frame(cs, fd, st, peer, rid, rid_len, data, len);
+        return;
+    }
+    if (peer < 0) { /* plaintext (--insecure): every peer is taken in */
+        conn_guard_trust(cs->guard, fd);
+        if ((peer = cp_new(cs, rid, rid_len, fd)) < 0)
+            return;
+        s_send_hello(cs, peer);
+    }
+    if (len > 0)
+        s_on_message(cs, peer, data, len);
+}
+
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     coord_server_t *cs = arg;
+    cc_drain_monitor(cs); /* connections first: a frame's connection is then known */
     for (int budget = 0; budget < 1024; budget++) {
         zmq_msg_t rid, body;
         zmq_msg_init(&rid);
@@ -289,50 +283,14 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
             if (!again)
                 break;
         }
-        const char *from = ok ? zmq_msg_gets(&body, "Peer-Address") : NULL;
-        if (ok && zmq_msg_size(&rid) <= CS_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
-            s_on_frame(cs, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body), zmq_msg_size(&body),
-                       from ? from : "");
+        /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
+        int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
+        if (ok && cfd >= 0 && zmq_msg_size(&rid) <= CS_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
+            s_on_frame(cs, cfd, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body), zmq_msg_size(&body));
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
     return 0;
-}
-
-/* ZeroMQ's own handshake failures (random bytes on the port) never reach the ROUTER: the monitor sees them. */
-static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
-{
-    coord_server_t *cs = arg;
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, cs->monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return 0;
-        }
-        uint16_t event = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size(&ev) >= 6) {
-            memcpy(&event, zmq_msg_data(&ev), 2);
-            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
-        }
-        zmq_msg_init(&addr);
-        if (zmq_msg_more(&ev))
-            zmq_msg_recv(&addr, cs->monitor, 0);
-        if (event == ZMQ_EVENT_ACCEPTED) {
-            struct sockaddr_storage ss;
-            socklen_t sl = sizeof ss;
-            char host[64] = "?";
-            if (getpeername((int)value, (struct sockaddr *)&ss, &sl) == 0)
-                getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL, 0, NI_NUMERICHOST);
-            snprintf(cs->last_accepted, sizeof cs->last_accepted, "%s", host);
-        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
-            log_warn("refused a connection from %s: not a ZeroMQ peer (ZMTP handshake failed, error %u: random "
-                     "bytes or another protocol on the port)", cs->last_accepted[0] ? cs->last_accepted : "?", value);
-        }
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
-    }
 }
 
 /* ---- heartbeats ----------------------------------------------------------------------------------- */
@@ -443,20 +401,18 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     cs->router = zmq_socket(zctx, ZMQ_ROUTER);
     if (!cs->coord || !cs->router || zmq_setsockopt(cs->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(cs->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
-        zmq_setsockopt(cs->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
-        zmq_socket_monitor(cs->router, CS_MONITOR_EP, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) < 0 ||
-        !(cs->monitor = zmq_socket(zctx, ZMQ_PAIR)) || zmq_connect(cs->monitor, CS_MONITOR_EP) < 0) {
+        zmq_setsockopt(cs->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0) {
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         goto error;
     }
+    if (cc_open(cs, err, errlen) < 0)
+        goto error;
     if (zmq_bind(cs->router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
                  errno == EADDRINUSE ? " (another job uses that port: pick another --master port)" : "");
         goto error;
     }
-    if (loop_add_socket(loop, cs->router, ZMQ_POLLIN, s_on_router, cs) < 0 ||
-        loop_add_socket(loop, cs->monitor, ZMQ_POLLIN, s_on_monitor, cs) < 0) {
+    if (loop_add_socket(loop, cs->router, ZMQ_POLLIN, s_on_router, cs) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }
@@ -478,13 +434,9 @@ void coord_server_destroy(coord_server_t **pcs)
         return;
     coord_server_t *cs = *pcs;
     for (int i = 1; cs->peers && i < cs->npeers; i++)
-        if (cs->peers[i].used && cs->peers[i].ch) {
-            tls_chan_close(cs->peers[i].ch);
-            s_flush(cs, &cs->peers[i]);
-            tls_chan_destroy(&cs->peers[i].ch);
-        }
-    for (int i = 0; cs->peers && i < cs->npeers; i++)
-        free(cs->peers[i].ports);
+        cs_drop_peer(cs, i, NULL); /* close_notify to each */
+    if (cs->peers)
+        free(cs->peers[0].ports);
     if (cs->hb_timer > 0)
         loop_timer_cancel(cs->loop, cs->hb_timer);
     if (cs->rdzv_timer > 0)
@@ -502,13 +454,10 @@ void coord_server_destroy(coord_server_t **pcs)
         int linger = 500; /* the last BYEs must leave before the process does */
         zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
         loop_remove_socket(cs->loop, cs->router);
-        zmq_socket_monitor(cs->router, NULL, 0);
+    }
+    cc_close(cs);
+    if (cs->router)
         zmq_close(cs->router);
-    }
-    if (cs->monitor) {
-        loop_remove_socket(cs->loop, cs->monitor);
-        zmq_close(cs->monitor);
-    }
     coord_destroy(&cs->coord);
     free(cs->peers);
     free(cs->frame);

@@ -182,23 +182,7 @@ static int s_rejoin(coord_server_t *cs, int peer, const wire_msg_t *m)
         if (i == peer || !o->used || o->st != PS_MEMBER || o->pid != j->pid || strcmp(o->host, j->hostname) ||
             strcmp(o->addr, j->addr))
             continue;
-        struct peer *p = &cs->peers[peer];
-        /* keep the membership, take the new session */
-        unsigned char rid[CS_MAX_RID];
-        size_t rid_len = p->rid_len;
-        tls_chan_t *ch = p->ch;
-        char from[80];
-        memcpy(rid, p->rid, rid_len);
-        snprintf(from, sizeof from, "%s", p->from);
-        p->ch = NULL;
-        p->used = 0;
-        memcpy(o->rid, rid, rid_len);
-        o->rid_len = rid_len;
-        if (o->ch)
-            tls_chan_destroy(&o->ch);
-        o->ch = ch;
-        snprintf(o->from, sizeof o->from, "%s", from);
-        o->last_heard_ns = loop_now_ns();
+        cp_move(cs, peer, i); /* keep the membership, take the new session and its connection */
         log_warn("node %d (%s) reconnected; generation %u goes on", o->node_rank, o->host, cs->generation);
         return 1;
     }

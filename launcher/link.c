@@ -1,5 +1,7 @@
 /* link: an agent's session with a remote coordinator: a ZeroMQ DEALER carrying TLS 1.3 records (or plaintext
- * frames with --insecure), wire messages in and out, and a fresh handshake whenever the session breaks. */
+ * frames with --insecure), wire messages in and out, and a fresh handshake whenever the session or its connection
+ * breaks. The connection of a session that was open stays up until the next session is: the coordinator takes a
+ * member's closed connection for a dead agent (after a short grace), so a live one must never close it first. */
 #include "link.h"
 
 #include <errno.h>
@@ -12,6 +14,8 @@
 
 struct link {
     void *zctx, *sock;
+    void *mon;               /* PAIR receiving sock's monitor events (its connection closed) */
+    void *old_sock;          /* the socket of the last open session, closed once a new session is open */
     loop_t *loop;
     char endpoint[300];
     tls_ctx_t *tls;          /* NULL: plaintext */
@@ -35,6 +39,22 @@ static void s_flush(link_t *l)
             log_debug("link: frame to %s not queued: %s", l->endpoint, zmq_strerror(errno));
 }
 
+/* Closes sock and its monitor. */
+static void s_close(link_t *l, void **sock, void **mon)
+{
+    if (*mon) {
+        loop_remove_socket(l->loop, *mon);
+        zmq_socket_monitor(*sock, NULL, 0);
+        zmq_close(*mon);
+        *mon = NULL;
+    }
+    if (*sock) {
+        loop_remove_socket(l->loop, *sock);
+        zmq_close(*sock);
+        *sock = NULL;
+    }
+}
+
 /* Opens the socket; a new socket (not just a new TLS session) so no frame of the old session reaches the
  * coordinator after the new ClientHello. */
 static int s_connect(link_t *l, char *err, size_t errlen);
@@ -49,19 +69,23 @@ static int s_retry(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-void link_reset(link_t *l, const char *why)
+/* Ends the session. keep: its connection still works, and may be the one the coordinator knows us by. */
+static void s_reset(link_t *l, const char *why, int keep)
 {
     int fatal = l->ch && !l->open && l->tls && tls_chan_state(l->ch) == TLS_CHAN_FAILED;
-    l->open = 0;
     if (l->ch) {
         s_flush(l); /* the alert tells the coordinator why */
         tls_chan_destroy(&l->ch);
     }
-    if (l->sock) {
+    void *none = NULL;
+    if (keep && l->open && !l->old_sock) { /* read no more from it; close it when the next session is open */
+        s_close(l, &none, &l->mon);
         loop_remove_socket(l->loop, l->sock);
-        zmq_close(l->sock);
+        l->old_sock = l->sock;
         l->sock = NULL;
     }
+    s_close(l, &l->sock, &l->mon);
+    l->open = 0;
     if (fatal) {
         l->stopped = 1;
     } else if (l->retry_timer <= 0) {
@@ -73,6 +97,11 @@ void link_reset(link_t *l, const char *why)
         l->on_drop(l->arg, why, fatal);
 }
 
+void link_reset(link_t *l, const char *why)
+{
+    s_reset(l, why, 1);
+}
+
 static void s_deliver(link_t *l, const void *data, size_t len)
 {
     char err[512];
@@ -81,12 +110,17 @@ static void s_deliver(link_t *l, const void *data, size_t len)
         log_warn("link: bad message from the coordinator at %s: %s", l->endpoint, err);
         return;
     }
-    if (m->body_case == WIRE_HELLO) {
+    int hello = m->body_case == WIRE_HELLO;
+    if (hello) {
         l->open = 1;
         l->backoff_ms = 0;
     }
     l->on_msg(l->arg, m);
     wire_free(&m);
+    if (hello && l->old_sock) { /* the new session is open and our JOIN is queued on it: the old one can go */
+        void *none = NULL;
+        s_close(l, &l->old_sock, &none);
+    }
 }
 
 static void s_on_frame(link_t *l, const void *data, size_t len)
@@ -135,24 +169,58 @@ static int s_on_readable(loop_t *loop, int fd, void *sock, short revents, void *
     return 0;
 }
 
+/* The connection of the current socket closed (the coordinator closed it, or died): a new session, at once. */
+static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    link_t *l = arg;
+    int closed = 0;
+    for (;;) {
+        zmq_msg_t ev;
+        zmq_msg_init(&ev);
+        if (!l->mon || zmq_msg_recv(&ev, l->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            break;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&event, zmq_msg_data(&ev), 2);
+        closed |= event == ZMQ_EVENT_DISCONNECTED;
+        int more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) { /* the event's address frame */
+            zmq_msg_init(&ev);
+            zmq_msg_recv(&ev, l->mon, ZMQ_DONTWAIT);
+            zmq_msg_close(&ev);
+        }
+    }
+    if (closed && l->sock) {
+        char why[400];
+        snprintf(why, sizeof why, "the connection to the coordinator at %s closed", l->endpoint);
+        s_reset(l, why, 0);
+    }
+    return 0;
+}
+
 static int s_connect(link_t *l, char *err, size_t errlen)
 {
-    if (l->sock) {
-        loop_remove_socket(l->loop, l->sock);
-        zmq_close(l->sock);
-        l->sock = NULL;
-    }
+    static unsigned seq;
+    char mon_ep[96];
+    s_close(l, &l->sock, &l->mon);
     int zero = 0, ivl = 100, ivl_max = 1000;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
+    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-link-monitor-%u", ++seq);
     l->sock = zmq_socket(l->zctx, ZMQ_DEALER);
     if (!l->sock || zmq_setsockopt(l->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
-        zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 || zmq_connect(l->sock, l->endpoint) < 0) {
+        zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
+        zmq_socket_monitor(l->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 || !(l->mon = zmq_socket(l->zctx, ZMQ_PAIR)) ||
+        zmq_connect(l->mon, mon_ep) < 0 || zmq_connect(l->sock, l->endpoint) < 0) {
         snprintf(err, errlen, "cannot connect to the coordinator at %s: %s", l->endpoint, zmq_strerror(errno));
         return -1;
     }
-    if (loop_add_socket(l->loop, l->sock, ZMQ_POLLIN, s_on_readable, l) < 0) {
+    if (loop_add_socket(l->loop, l->sock, ZMQ_POLLIN, s_on_readable, l) < 0 ||
+        loop_add_socket(l->loop, l->mon, ZMQ_POLLIN, s_on_monitor, l) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         return -1;
     }
@@ -208,9 +276,10 @@ void link_destroy(link_t **pl)
     if (l->sock) {
         int linger = 200; /* let a last BYE and close_notify leave */
         zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);
-        loop_remove_socket(l->loop, l->sock);
-        zmq_close(l->sock);
     }
+    void *none = NULL;
+    s_close(l, &l->sock, &l->mon);
+    s_close(l, &l->old_sock, &none);
     free(l->frame);
     free(l);
     *pl = NULL;

@@ -1,0 +1,164 @@
+/* coord_conns: the coordinator's TCP connections: the ROUTER's socket monitor (accepted and closed descriptors,
+ * failed ZeroMQ handshakes, accept failures) feeding conn_guard, bounded warnings about what the guard refused or
+ * closed, and the short grace of a member whose connection closed (an agent that died is lost at once, one that
+ * restarts its session is not). */
+#include "coord_priv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+
+#define CC_MONITOR_EP "inproc://plaunch-coord-monitor"
+
+static const struct ratelog_kind RL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
+static const struct ratelog_kind RL_CLOSED = { "closed", "connection", "connections",
+                                               "unauthenticated, over a limit or past the deadline" };
+
+static int s_grace_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    for (int i = 1; i < cs->npeers; i++) {
+        struct peer *p = &cs->peers[i];
+        if (!p->used || p->grace_timer != id)
+            continue;
+        p->grace_timer = 0;
+        if (p->reconnecting || p->fd >= 0 || cs->state == CS_DONE)
+            return 0; /* on its way back: the heartbeat timeout decides */
+        char why[160];
+        snprintf(why, sizeof why, "its connection closed (the agent ended?) and it did not reconnect within %d ms",
+                 CS_RECONNECT_GRACE_MS);
+        cw_peer_lost(cs, i, why);
+        return 0;
+    }
+    return 0;
+}
+
+/* A connection ended (conn_guard's callback): its session goes with it; a member gets a short grace to come back
+ * on a new one. */
+static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum conn_why why, const char *addr)
+{
+    coord_server_t *cs = arg;
+    static const char *const whys[] = {
+        [CONN_DEADLINE] = "no TLS session within " CS_STR(CONN_AUTH_MS) " ms of connecting",
+        [CONN_PER_ADDR] = "too many unauthenticated connections from its address",
+        [CONN_TOTAL] = "too many unauthenticated connections",
+        [CONN_HANDSHAKES] = "too many TLS handshakes under way",
+        [CONN_DESCRIPTORS] = "the coordinator ran out of descriptors",
+    };
+    if (why == CONN_GONE && was == CONN_NEW && cs->zmtp_failed)
+        ratelog_warn(cs->rl, &RL_NOT_ZMQ, addr, "refused a connection from %s: not a ZeroMQ peer (ZMTP handshake "
+                     "failed, error %u: random bytes or another protocol on the port)", addr, cs->zmtp_error);
+    else if (why == CONN_GONE && was == CONN_NEW)
+        ratelog_warn(cs->rl, &RL_NOT_ZMQ, addr, "refused a connection from %s: it ended before its first frame (not "
+                     "a ZeroMQ peer, or a port scan)", addr);
+    else if (why != CONN_GONE && why != CONN_REFUSAL && (was == CONN_NEW || was == CONN_PENDING))
+        ratelog_warn(cs->rl, &RL_CLOSED, addr, "closed a connection from %s: %s (limits: docs/security.md)", addr,
+                     whys[why] ? whys[why] : "?");
+    cs->zmtp_failed = 0;
+    if (tag < 1 || tag >= cs->npeers || !cs->peers[tag].used || cs->peers[tag].fd != fd)
+        return;
+    struct peer *p = &cs->peers[tag];
+    if (p->st != PS_MEMBER) {
+        cp_release(cs, tag);
+        return;
+    }
+    p->fd = -1;
+    if (cs->state != CS_DONE && p->grace_timer <= 0)
+        p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs);
+}
+
+/* A new connection from the address of a member in its grace: it is reconnecting, not gone. */
+static void s_note_reconnect(coord_server_t *cs, int fd)
+{
+    const char *addr = conn_guard_addr(cs->guard, fd);
+    for (int i = 1; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].grace_timer > 0 && strcmp(cs->peers[i].from, addr) == 0)
+            cs->peers[i].reconnecting = 1;
+}
+
+void cc_drain_monitor(coord_server_t *cs)
+{
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (!cs->monitor || zmq_msg_recv(&ev, cs->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        zmq_msg_init(&addr);
+        if (zmq_msg_more(&ev))
+            zmq_msg_recv(&addr, cs->monitor, 0);
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+        if (event == ZMQ_EVENT_ACCEPTED) {
+            conn_guard_accepted(cs->guard, (int)value);
+            s_note_reconnect(cs, (int)value);
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
+            conn_guard_gone(cs->guard, (int)value);
+            cs->zmtp_failed = 0;
+        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
+            cs->zmtp_failed = 1; /* the connection's DISCONNECTED comes next: it names the descriptor */
+            cs->zmtp_error = value;
+        } else if (event == ZMQ_EVENT_ACCEPT_FAILED && (value == EMFILE || value == ENFILE)) {
+            conn_guard_out_of_fds(cs->guard); /* libzmq retries accept(2) at once: make room */
+        }
+    }
+}
+
+static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    cc_drain_monitor(arg);
+    return 0;
+}
+
+int cc_open(coord_server_t *cs, char *err, size_t errlen)
+{
+    struct conn_limits lim;
+    conn_guard_limits(&lim);
+    /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first */
+    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = 1024;
+    if (!(cs->guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->rl = ratelog_new(cs->loop, 0))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (zmq_setsockopt(cs->router, ZMQ_HANDSHAKE_IVL, &hs_ivl, sizeof hs_ivl) < 0 ||
+        zmq_setsockopt(cs->router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 ||
+        zmq_socket_monitor(cs->router, CC_MONITOR_EP,
+                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_ACCEPT_FAILED |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) < 0 ||
+        !(cs->monitor = zmq_socket(cs->zctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(cs->monitor, ZMQ_RCVHWM, &zero, sizeof zero) < 0 || /* a lost event would be a lost close */
+        zmq_connect(cs->monitor, CC_MONITOR_EP) < 0) {
+        snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (loop_add_socket(cs->loop, cs->monitor, ZMQ_POLLIN, s_on_monitor, cs) < 0) {
+        snprintf(err, errlen, "event loop: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void cc_close(coord_server_t *cs)
+{
+    if (cs->monitor) {
+        loop_remove_socket(cs->loop, cs->monitor);
+        zmq_socket_monitor(cs->router, NULL, 0);
+        zmq_close(cs->monitor);
+        cs->monitor = NULL;
+    }
+    for (int i = 1; cs->peers && i < cs->npeers; i++)
+        if (cs->peers[i].grace_timer > 0)
+            loop_timer_cancel(cs->loop, cs->peers[i].grace_timer);
+    conn_guard_destroy(&cs->guard);
+    ratelog_destroy(&cs->rl);
+}

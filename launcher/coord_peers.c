@@ -1,0 +1,123 @@
+/* coord_peers: the coordinator's sessions, one per ROUTER routing id: found through the connection they arrive on
+ * (conn_guard tags a connection with its session's index), created, freed, detached from a member whose session
+ * broke, and moved to a member that rejoined on a new connection. */
+#include "coord_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
+{
+    int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
+    if (i < 1 || i >= cs->npeers)
+        return -1;
+    const struct peer *p = &cs->peers[i];
+    /* one connection carries one routing id: a mismatch is a stale tag, never another peer's session */
+    return p->used && p->rid_len == len && memcmp(p->rid, rid, len) == 0 ? i : -1;
+}
+
+int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
+{
+    int i = 1;
+    while (i < cs->npeers && cs->peers[i].used)
+        i++;
+    if (i == cs->npeers) {
+        if (cs->npeers == cs->cap) { /* geometric: a thousand agents must not mean a million copies */
+            int cap = cs->cap * 2;
+            struct peer *np = realloc(cs->peers, (size_t)cap * sizeof *np);
+            if (!np)
+                return -1;
+            cs->peers = np;
+            cs->cap = cap;
+        }
+        cs->npeers++;
+    }
+    struct peer *p = &cs->peers[i];
+    memset(p, 0, sizeof *p);
+    p->used = 1;
+    memcpy(p->rid, rid, len);
+    p->rid_len = len;
+    p->fd = fd;
+    p->node_rank = -1;
+    p->joined_gen = -1;
+    p->req_rank = -1;
+    p->last_heard_ns = loop_now_ns();
+    snprintf(p->from, sizeof p->from, "%s", cs->guard ? conn_guard_addr(cs->guard, fd) : "?");
+    if (cs->guard)
+        conn_guard_set_tag(cs->guard, fd, i);
+    return i;
+}
+
+/* Sends every pending TLS record of the peer's session as one frame each. */
+void cp_flush(coord_server_t *cs, struct peer *p)
+{
+    size_t n;
+    while (p->ch && p->rid_len && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
+        if (zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+            zmq_send(cs->router, cs->frame, n, ZMQ_DONTWAIT) < 0)
+            return;
+    }
+}
+
+/* Unties the peer from its connection (the connection may already carry another session). */
+static void s_untag(coord_server_t *cs, int peer)
+{
+    struct peer *p = &cs->peers[peer];
+    if (cs->guard && p->fd >= 0 && conn_guard_tag(cs->guard, p->fd) == peer)
+        conn_guard_set_tag(cs->guard, p->fd, -1);
+    p->fd = -1;
+}
+
+static void s_stop_grace(coord_server_t *cs, struct peer *p)
+{
+    if (p->grace_timer > 0)
+        loop_timer_cancel(cs->loop, p->grace_timer);
+    p->grace_timer = 0;
+    p->reconnecting = 0;
+}
+
+void cp_release(coord_server_t *cs, int peer)
+{
+    struct peer *p = &cs->peers[peer];
+    if (!p->used || p->local)
+        return;
+    tls_chan_destroy(&p->ch);
+    s_untag(cs, peer);
+    s_stop_grace(cs, p);
+    free(p->ports);
+    p->ports = NULL;
+    p->used = 0;
+    p->st = PS_GONE;
+}
+
+void cp_detach(coord_server_t *cs, int peer)
+{
+    struct peer *p = &cs->peers[peer];
+    tls_chan_destroy(&p->ch);
+    p->rid_len = 0; /* frames still arriving on its routing id belong to no session now */
+}
+
+void cp_move(coord_server_t *cs, int from, int to)
+{
+    struct peer *p = &cs->peers[from], *o = &cs->peers[to];
+    int fd = p->fd;
+    tls_chan_destroy(&o->ch);
+    s_untag(cs, to);
+    s_stop_grace(cs, o);
+    memcpy(o->rid, p->rid, p->rid_len);
+    o->rid_len = p->rid_len;
+    o->ch = p->ch;
+    p->ch = NULL;
+    memcpy(o->from, p->from, sizeof o->from);
+    o->last_heard_ns = loop_now_ns();
+    s_untag(cs, from);
+    free(p->ports);
+    p->ports = NULL;
+    p->used = 0;
+    p->st = PS_GONE;
+    o->fd = fd;
+    if (cs->guard && fd >= 0)
+        conn_guard_set_tag(cs->guard, fd, to);
+}
