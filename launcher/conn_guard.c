@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #define CG_EVICT_ON_EMFILE 16 /* connections closed at once when accept(2) runs out of descriptors */
+#define CG_RETIRED 1024       /* routing ids of ended connections remembered: their last frames still come */
 
 /* One end of a TCP connection, as getpeername/getsockname give it: what proves a descriptor is still ours. */
 struct cg_end {
@@ -36,6 +37,13 @@ struct cg_list {
     int head, tail, n;
 };
 
+/* A connection that ended: frames it sent before still arrive, with its old descriptor number (now maybe another
+ * connection's); its routing id tells them apart. */
+struct cg_retired {
+    uint64_t rid_hash;
+    char addr[INET6_ADDRSTRLEN];
+};
+
 struct conn_guard {
     loop_t *loop;
     struct conn_limits lim;
@@ -47,6 +55,8 @@ struct conn_guard {
     int pending;              /* CONN_PENDING entries */
     int timer;
     uint64_t timer_at;
+    struct cg_retired retired[CG_RETIRED];
+    int next_retired;
 };
 
 static void s_arm(conn_guard_t *g);
@@ -204,6 +214,11 @@ static void s_end(conn_guard_t *g, int fd, enum conn_why why)
     s_detach(g, fd);
     memcpy(addr, c->addr, sizeof addr);
     c->tag = -1;
+    if (c->rid_hash) {
+        struct cg_retired *r = &g->retired[g->next_retired++ % CG_RETIRED];
+        r->rid_hash = c->rid_hash;
+        memcpy(r->addr, c->addr, sizeof r->addr);
+    }
     if (why == CONN_GONE) {
         c->state = CONN_FREE;
     } else {
@@ -338,19 +353,31 @@ static uint64_t s_hash(const void *data, size_t len)
     return h ? h : 1;
 }
 
-enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt)
+enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt,
+                                 const char **addr)
 {
     uint64_t now = loop_now_ns(), h = s_hash(rid, rid_len);
     struct conn *c = s_get(g, fd);
+    *addr = c && c->addr[0] ? c->addr : "?";
+    if (c && c->state != CONN_FREE && c->rid_hash == h) {
+        c->last_ns = now;
+        return c->state;
+    }
+    for (int i = 0; i < CG_RETIRED; i++)
+        if (g->retired[i].rid_hash == h) {
+            *addr = g->retired[i].addr;
+            return CONN_CLOSING; /* a frame its connection sent before it ended */
+        }
     /* A routing id belongs to one connection: another one on the same descriptor means a new connection there. */
-    enum conn_state st = !c ? CONN_FREE : c->rid_hash && c->rid_hash != h && c->state != CONN_FREE ? CONN_STALE
-                                                                                                   : c->state;
+    enum conn_state st = !c || c->state == CONN_FREE ? CONN_FREE : c->rid_hash ? CONN_STALE : c->state;
     if ((st == CONN_FREE || st == CONN_STALE) && adopt) {
         if (st == CONN_STALE)
             s_end(g, fd, CONN_GONE);
-        if (s_record(g, fd, now) < 0)
-            return CONN_CLOSING; /* the frame is from a connection that is already over */
+        int rc = s_record(g, fd, now);
         c = &g->c[fd];
+        *addr = c->addr[0] ? c->addr : "?";
+        if (rc < 0)
+            return CONN_CLOSING; /* closed at once: over a cap */
         st = c->state;
     }
     if (st == CONN_FREE || st == CONN_STALE)

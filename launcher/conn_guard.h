@@ -61,10 +61,12 @@ void conn_guard_destroy(conn_guard_t **g);
 void conn_guard_accepted(conn_guard_t *g, int fd);
 /* The monitor's DISCONNECTED: libzmq closed fd. Ends it (callback with CONN_GONE unless the guard closed it). */
 void conn_guard_gone(conn_guard_t *g, int fd);
-/* A frame arrived from fd (ZMQ_SRCFD) with routing id rid: counts activity and returns the connection's state.
- * CONN_FREE or CONN_STALE: the monitor has not told everything yet; drain it and ask again, finally with adopt=1,
- * which ends a stale record and records the connection as if accepted now. */
-enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt);
+/* A frame arrived from fd (ZMQ_SRCFD) with routing id rid: counts activity and returns the state of the
+ * connection it came on, whose remote address goes to *addr (borrowed until the next call). CONN_CLOSING also for
+ * a frame of a connection that has ended. CONN_FREE or CONN_STALE: the monitor has not told everything yet; drain
+ * it and ask again, finally with adopt=1, which ends a stale record and records the connection as accepted now. */
+enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt,
+                                 const char **addr);
 
 /* The remote address of fd ("?" when unknown); borrowed until the next call. */
 const char *conn_guard_addr(const conn_guard_t *g, int fd);

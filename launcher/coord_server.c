@@ -233,12 +233,12 @@ static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int p
 static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
                        size_t len)
 {
-    enum conn_state st = conn_guard_frame(cs->guard, fd, rid, rid_len, 0);
+    const char *addr;
+    enum conn_state st = conn_guard_frame(cs->guard, fd, rid, rid_len, 0, &addr);
     if (st == CONN_FREE || st == CONN_STALE) { /* the monitor knows more: take its news in first */
         cc_drain_monitor(cs);
-        st = conn_guard_frame(cs->guard, fd, rid, rid_len, 1);
+        st = conn_guard_frame(cs->guard, fd, rid, rid_len, 1, &addr);
     }
-    const char *addr = conn_guard_addr(cs->guard, fd);
     if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
         if (st == CONN_REFUSED)
             conn_guard_close(cs->guard, fd, CONN_REFUSAL);

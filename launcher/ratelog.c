@@ -11,7 +11,6 @@
 
 #include "log.h"
 
-#define RL_ADDRS 16 /* addresses followed one by one in an interval; later ones are summed up together */
 #define RL_KINDS 16 /* kinds of "other addresses" totals */
 
 struct rl_entry {
@@ -26,7 +25,7 @@ struct ratelog {
     int timer;
     int lines;                                   /* detailed lines in this interval */
     uint64_t since_ns;                           /* start of this interval */
-    struct rl_entry addrs[RL_ADDRS], others[RL_KINDS];
+    struct rl_entry addrs[RATELOG_ADDRS], others[RL_KINDS];
     long unsorted;                               /* events of a kind beyond RL_KINDS: never expected */
 };
 
@@ -83,7 +82,7 @@ void ratelog_flush(ratelog_t *r)
         return;
     /* the interval as it was: a whole one from the timer, less when flushed early */
     int secs = (int)((loop_now_ns() - r->since_ns + 999999999) / 1000000000);
-    for (int i = 0; i < RL_ADDRS && r->addrs[i].kind; i++)
+    for (int i = 0; i < RATELOG_ADDRS && r->addrs[i].kind; i++)
         s_summary(&r->addrs[i], secs);
     for (int i = 0; i < RL_KINDS && r->others[i].kind; i++)
         s_summary(&r->others[i], secs);
@@ -117,7 +116,7 @@ static struct rl_entry *s_entry(ratelog_t *r, const struct ratelog_kind *kind, c
         if (r->loop)
             r->timer = loop_timer_after_ms(r->loop, r->interval_ms, s_on_interval, r);
     }
-    for (int i = 0; i < RL_ADDRS; i++) {
+    for (int i = 0; i < RATELOG_ADDRS; i++) {
         struct rl_entry *e = &r->addrs[i];
         if (!e->kind) {
             e->kind = kind;

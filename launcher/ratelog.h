@@ -20,7 +20,8 @@ typedef struct ratelog ratelog_t;
 
 #define RATELOG_INTERVAL_MS 10000 /* the summing-up period */
 #define RATELOG_BURST 3           /* detailed lines per kind and address in one interval */
-#define RATELOG_LINES 12          /* detailed lines of all kinds in one interval */
+#define RATELOG_LINES 10          /* detailed lines of all kinds in one interval */
+#define RATELOG_ADDRS 8           /* kinds and addresses counted one by one; the rest per kind, all addresses */
 
 /* interval_ms <= 0 means RATELOG_INTERVAL_MS. NULL with errno on allocation failure. */
 ratelog_t *ratelog_new(loop_t *loop, int interval_ms);

@@ -149,11 +149,12 @@ static void test_per_address_cap_closes_the_young_newcomer(void **state)
 static void test_a_stalled_connection_makes_room(void **state)
 {
     struct fixture *f = *state;
+    const char *addr;
     int a = s_connect(f, "127.0.0.2"), b = s_connect(f, "127.0.0.2");
     conn_guard_accepted(f->g, f->server[a]);
     conn_guard_accepted(f->g, f->server[b]);
     s_run_for(f, 80); /* both silent for longer than stall_ms */
-    assert_int_equal(conn_guard_frame(f->g, f->server[b], "rb", 2, 0), CONN_NEW); /* b shows life */
+    assert_int_equal(conn_guard_frame(f->g, f->server[b], "rb", 2, 0, &addr), CONN_NEW); /* b shows life */
     int c = s_connect(f, "127.0.0.2");
     conn_guard_accepted(f->g, f->server[c]);
     assert_int_equal(f->ends, 1);
@@ -223,13 +224,14 @@ static void test_pending_cap(void **state)
 static void test_refused_connections_linger_then_close(void **state)
 {
     struct fixture *f = *state;
+    const char *addr;
     int a = s_connect(f, "127.0.0.2"), b = s_connect(f, "127.0.0.3");
     conn_guard_accepted(f->g, f->server[a]);
     conn_guard_accepted(f->g, f->server[b]);
     conn_guard_refuse(f->g, f->server[a]);
     conn_guard_refuse(f->g, f->server[b]);
     assert_true(s_open(f, a)); /* the refusal may still be on its way */
-    assert_int_equal(conn_guard_frame(f->g, f->server[b], "r", 1, 0), CONN_REFUSED);
+    assert_int_equal(conn_guard_frame(f->g, f->server[b], "r", 1, 0, &addr), CONN_REFUSED);
     conn_guard_close(f->g, f->server[b], CONN_REFUSAL); /* another frame: closed at once */
     assert_true(s_closed(f, b));
     s_run_for(f, 100);
@@ -241,20 +243,28 @@ static void test_refused_connections_linger_then_close(void **state)
 static void test_frames_tell_a_new_connection_on_a_descriptor(void **state)
 {
     struct fixture *f = *state;
+    const char *addr;
     int a = s_connect(f, "127.0.0.2");
     int fd = f->server[a];
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0), CONN_FREE); /* before the monitor's news */
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 1), CONN_NEW);  /* adopted */
+    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0, &addr), CONN_FREE); /* before the monitor's news */
+    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 1, &addr), CONN_NEW);  /* adopted */
     conn_guard_accepted(f->g, fd);                                        /* the late news changes nothing */
     assert_int_equal(f->ends, 0);
     conn_guard_set_tag(f->g, fd, 3);
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0), CONN_NEW);
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 0), CONN_STALE);
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 1), CONN_NEW); /* the old one is ended first */
+    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0, &addr), CONN_NEW);
+    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 0, &addr), CONN_STALE);
+    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 1, &addr), CONN_NEW); /* the old one is ended first */
     assert_int_equal(f->ends, 1);
     assert_int_equal(f->last_why, CONN_GONE);
     assert_int_equal(f->last_tag, 3);
     assert_int_equal(conn_guard_tag(f->g, fd), -1);
+    /* a late frame of the connection that ended: known by its routing id, not taken for the new one's */
+    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 1, &addr), CONN_CLOSING);
+    assert_string_equal(addr, "127.0.0.2");
+    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 0, &addr), CONN_NEW);
+    conn_guard_gone(f->g, fd);
+    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 1, &addr), CONN_CLOSING); /* not adopted as new */
+    assert_int_equal(f->ends, 2);
 }
 
 /* libzmq closed a connection and its descriptor number now belongs to another connection before the monitor's
