@@ -42,6 +42,9 @@ static tls_ctx_t *s_ctx_new(int is_server, int is_psk, char *err, size_t errlen)
     SSL_CTX_set_session_cache_mode(ctx->ssl_ctx, SSL_SESS_CACHE_OFF);
     /* Send only our own certificate: every peer already holds the job CA, and must use its own copy. */
     SSL_CTX_set_mode(ctx->ssl_ctx, SSL_MODE_NO_AUTO_CHAIN);
+    /* Record buffers (~34 KiB a session) only while a record is in flight: a coordinator holds many sessions that
+     * say little, some of them handshakes a stranger started and left (docs/security.md). */
+    SSL_CTX_set_mode(ctx->ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_app_data(ctx->ssl_ctx, ctx);
     return ctx;
 }

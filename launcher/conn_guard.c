@@ -66,7 +66,7 @@ void conn_guard_limits(struct conn_limits *lim)
     struct rlimit rl;
     long fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1024;
     int n = fds / 4 > CONN_MAX_UNAUTH ? CONN_MAX_UNAUTH : fds / 4 < 16 ? 16 : (int)(fds / 4);
-    *lim = (struct conn_limits){ .max_unauth = n, .max_per_addr = n / 8 < 4 ? 4 : n / 8,
+    *lim = (struct conn_limits){ .max_unauth = n, .max_per_addr = n / 2,
                                  .max_pending = n / 4 < 4 ? 4 : n / 4, .auth_ms = CONN_AUTH_MS,
                                  .stall_ms = CONN_STALL_MS, .linger_ms = CONN_LINGER_MS };
 }

@@ -41,9 +41,9 @@ struct conn_limits {
     int linger_ms;    /* a refused connection is closed this long after the refusal */
 };
 
-/* The coordinator's limits (docs/security.md): a quarter of the descriptor limit, at most 512, for connections
- * that have not authenticated; an eighth of those from one address; a quarter in TLS handshakes under way. */
-#define CONN_MAX_UNAUTH 512
+/* The coordinator's limits (docs/security.md): a quarter of the descriptor limit, at most 256, for connections
+ * that have not authenticated; half of those from one address; a quarter in TLS handshakes under way. */
+#define CONN_MAX_UNAUTH 256
 #define CONN_AUTH_MS 10000
 #define CONN_STALL_MS 1000
 #define CONN_LINGER_MS 1000
