@@ -13,8 +13,8 @@
 
 #define CC_MONITOR_EP "inproc://plaunch-coord-monitor"
 
-static const struct ratelog_kind RL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
-static const struct ratelog_kind RL_CLOSED = { "closed", "connection", "connections",
+static const struct peerlog_kind PL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
+static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",
                                                "unauthenticated, over a limit or past the deadline" };
 
 static int s_grace_tick(loop_t *loop, int id, void *arg)
@@ -49,13 +49,13 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         [CONN_DESCRIPTORS] = "the coordinator ran out of descriptors",
     };
     if (why == CONN_GONE && was == CONN_NEW && cs->zmtp_failed)
-        ratelog_warn(cs->rl, &RL_NOT_ZMQ, addr, "refused a connection from %s: not a ZeroMQ peer (ZMTP handshake "
+        peerlog_warn(cs->plog, &PL_NOT_ZMQ, addr, "refused a connection from %s: not a ZeroMQ peer (ZMTP handshake "
                      "failed, error %u: random bytes or another protocol on the port)", addr, cs->zmtp_error);
     else if (why == CONN_GONE && was == CONN_NEW)
-        ratelog_warn(cs->rl, &RL_NOT_ZMQ, addr, "refused a connection from %s: it ended before its first frame (not "
+        peerlog_warn(cs->plog, &PL_NOT_ZMQ, addr, "refused a connection from %s: it ended before its first frame (not "
                      "a ZeroMQ peer, or a port scan)", addr);
     else if (why != CONN_GONE && why != CONN_REFUSAL && (was == CONN_NEW || was == CONN_PENDING))
-        ratelog_warn(cs->rl, &RL_CLOSED, addr, "closed a connection from %s: %s (limits: docs/security.md)", addr,
+        peerlog_warn(cs->plog, &PL_CLOSED, addr, "closed a connection from %s: %s (limits: docs/security.md)", addr,
                      whys[why] ? whys[why] : "?");
     cs->zmtp_failed = 0;
     if (tag < 1 || tag >= cs->npeers || !cs->peers[tag].used || cs->peers[tag].fd != fd)
@@ -126,7 +126,7 @@ int cc_open(coord_server_t *cs, char *err, size_t errlen)
     conn_guard_limits(&lim);
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first */
     int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = 1024;
-    if (!(cs->guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->rl = ratelog_new(cs->loop, 0))) {
+    if (!(cs->guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->plog = peerlog_new(cs->loop, 0))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -160,5 +160,5 @@ void cc_close(coord_server_t *cs)
         if (cs->peers[i].grace_timer > 0)
             loop_timer_cancel(cs->loop, cs->peers[i].grace_timer);
     conn_guard_destroy(&cs->guard);
-    ratelog_destroy(&cs->rl);
+    peerlog_destroy(&cs->plog);
 }

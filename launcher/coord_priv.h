@@ -6,7 +6,7 @@
 #include "conn_guard.h"
 #include "coord.h"
 #include "coord_server.h"
-#include "ratelog.h"
+#include "peerlog.h"
 
 #define CS_MAX_RID 256
 /* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
@@ -71,7 +71,7 @@ struct coord_server {
     uint64_t hb_sent_ns;
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
-    ratelog_t *rl;              /* warnings about unauthenticated peers, bounded */
+    peerlog_t *plog;             /* warnings about unauthenticated peers, bounded */
     int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
     unsigned zmtp_error;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side

@@ -12,12 +12,12 @@
 
 #include "log.h"
 
-/* Warnings about peers that never authenticated: counted and summed up (ratelog), never one line per frame. */
-static const struct ratelog_kind RL_NOT_TLS = { "refused", "connection", "connections",
+/* Warnings about peers that never authenticated: counted and summed up (peerlog), never one line per frame. */
+static const struct peerlog_kind PL_NOT_TLS = { "refused", "connection", "connections",
                                                 "their first frame is not a TLS ClientHello" };
-static const struct ratelog_kind RL_FRAMES = { "refused", "frame", "frames", "sent on refused connections" };
-static const struct ratelog_kind RL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
-static const struct ratelog_kind RL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
+static const struct peerlog_kind PL_FRAMES = { "refused", "frame", "frames", "sent on refused connections" };
+static const struct peerlog_kind PL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
+static const struct peerlog_kind PL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
 
 void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
 {
@@ -192,9 +192,9 @@ static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int p
     } else if (peer < 0) {
         const unsigned char *b = data;
         if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) { /* a session that is over, or an old */
-            ratelog_count(cs->rl, &RL_STALE, addr, 1);                    /* socket that ZeroMQ reconnected */
+            peerlog_count(cs->plog, &PL_STALE, addr, 1);                    /* socket that ZeroMQ reconnected */
         } else if (st == CONN_NEW) {
-            ratelog_warn(cs->rl, &RL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
+            peerlog_warn(cs->plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
                          "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
             s_refuse_plaintext(cs, rid, rid_len);
         }
@@ -205,7 +205,7 @@ static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int p
     struct peer *p = &cs->peers[peer];
     if (tls_chan_feed(p->ch, data, len) < 0) {
         if (p->st == PS_HANDSHAKE)
-            ratelog_warn(cs->rl, &RL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
+            peerlog_warn(cs->plog, &PL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
@@ -242,7 +242,7 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
     if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
         if (st == CONN_REFUSED)
             conn_guard_close(cs->guard, fd, CONN_REFUSAL);
-        ratelog_count(cs->rl, &RL_FRAMES, addr, 1);
+        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
         return;
     }
     int peer = cp_find(cs, fd, rid, rid_len);

@@ -56,11 +56,12 @@ static double s_now(void)
     return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static int s_read_all(int fd, void *buf, size_t len)
+/* Reads (out 0) or writes (out 1) exactly len bytes; -1 on end of stream, an error or a timeout. */
+static int s_all(int fd, void *buf, size_t len, int out)
 {
     unsigned char *p = buf;
     while (len > 0) {
-        ssize_t n = read(fd, p, len);
+        ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -71,19 +72,14 @@ static int s_read_all(int fd, void *buf, size_t len)
     return 0;
 }
 
+static int s_read_all(int fd, void *buf, size_t len)
+{
+    return s_all(fd, buf, len, 0);
+}
+
 static int s_write_all(int fd, const void *buf, size_t len)
 {
-    const unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return s_all(fd, (void *)buf, len, 1);
 }
 
 /* The ZMTP handshake as a libzmq DEALER does it: our greeting and READY, then the server's, before any message

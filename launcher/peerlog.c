@@ -1,6 +1,6 @@
-/* ratelog: bounded warnings about unauthenticated peers: a few detailed lines, then one summary per kind and
+/* peerlog: bounded warnings about unauthenticated peers: a few detailed lines, then one summary per kind and
  * address each interval. */
-#include "ratelog.h"
+#include "peerlog.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,36 +14,36 @@
 #define RL_KINDS 16 /* kinds of "other addresses" totals */
 
 struct rl_entry {
-    const struct ratelog_kind *kind; /* NULL: free */
+    const struct peerlog_kind *kind; /* NULL: free */
     char addr[64];                   /* "" for the total of other addresses */
     long events, logged;
 };
 
-struct ratelog {
+struct peerlog {
     loop_t *loop;
     int interval_ms;
     int timer;
     int lines;                                   /* detailed lines in this interval */
     uint64_t since_ns;                           /* start of this interval */
-    struct rl_entry addrs[RATELOG_ADDRS], others[RL_KINDS];
+    struct rl_entry addrs[PEERLOG_ADDRS], others[RL_KINDS];
     long unsorted;                               /* events of a kind beyond RL_KINDS: never expected */
 };
 
-ratelog_t *ratelog_new(loop_t *loop, int interval_ms)
+peerlog_t *peerlog_new(loop_t *loop, int interval_ms)
 {
-    ratelog_t *r = calloc(1, sizeof *r);
+    peerlog_t *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->loop = loop;
-    r->interval_ms = interval_ms > 0 ? interval_ms : RATELOG_INTERVAL_MS;
+    r->interval_ms = interval_ms > 0 ? interval_ms : PEERLOG_INTERVAL_MS;
     return r;
 }
 
-void ratelog_destroy(ratelog_t **pr)
+void peerlog_destroy(peerlog_t **pr)
 {
     if (!pr || !*pr)
         return;
-    ratelog_flush(*pr);
+    peerlog_flush(*pr);
     free(*pr);
     *pr = NULL;
 }
@@ -76,13 +76,13 @@ static void s_summary(const struct rl_entry *e, int secs)
                  s_grouped(e->events, n, sizeof n), noun, secs, e->kind->why);
 }
 
-void ratelog_flush(ratelog_t *r)
+void peerlog_flush(peerlog_t *r)
 {
     if (!r || !r->since_ns)
         return;
     /* the interval as it was: a whole one from the timer, less when flushed early */
     int secs = (int)((loop_now_ns() - r->since_ns + 999999999) / 1000000000);
-    for (int i = 0; i < RATELOG_ADDRS && r->addrs[i].kind; i++)
+    for (int i = 0; i < PEERLOG_ADDRS && r->addrs[i].kind; i++)
         s_summary(&r->addrs[i], secs);
     for (int i = 0; i < RL_KINDS && r->others[i].kind; i++)
         s_summary(&r->others[i], secs);
@@ -100,23 +100,23 @@ void ratelog_flush(ratelog_t *r)
 
 static int s_on_interval(loop_t *loop, int id, void *arg)
 {
-    ratelog_t *r = arg;
+    peerlog_t *r = arg;
     if (id == r->timer) {
         r->timer = 0;
-        ratelog_flush(r);
+        peerlog_flush(r);
     }
     return 0;
 }
 
 /* The entry counting kind from addr: its own while there is room, else the total of other addresses. */
-static struct rl_entry *s_entry(ratelog_t *r, const struct ratelog_kind *kind, const char *addr)
+static struct rl_entry *s_entry(peerlog_t *r, const struct peerlog_kind *kind, const char *addr)
 {
     if (!r->since_ns) { /* the first event of an interval */
         r->since_ns = loop_now_ns();
         if (r->loop)
             r->timer = loop_timer_after_ms(r->loop, r->interval_ms, s_on_interval, r);
     }
-    for (int i = 0; i < RATELOG_ADDRS; i++) {
+    for (int i = 0; i < PEERLOG_ADDRS; i++) {
         struct rl_entry *e = &r->addrs[i];
         if (!e->kind) {
             e->kind = kind;
@@ -136,7 +136,7 @@ static struct rl_entry *s_entry(ratelog_t *r, const struct ratelog_kind *kind, c
     return NULL;
 }
 
-int ratelog_warn(ratelog_t *r, const struct ratelog_kind *kind, const char *addr, const char *fmt, ...)
+int peerlog_warn(peerlog_t *r, const struct peerlog_kind *kind, const char *addr, const char *fmt, ...)
 {
     struct rl_entry *e = s_entry(r, kind, addr);
     if (!e) {
@@ -144,7 +144,7 @@ int ratelog_warn(ratelog_t *r, const struct ratelog_kind *kind, const char *addr
         return 0;
     }
     e->events++;
-    if (!e->addr[0] || e->logged >= RATELOG_BURST || r->lines >= RATELOG_LINES)
+    if (!e->addr[0] || e->logged >= PEERLOG_BURST || r->lines >= PEERLOG_LINES)
         return 0;
     va_list ap;
     va_start(ap, fmt);
@@ -155,7 +155,7 @@ int ratelog_warn(ratelog_t *r, const struct ratelog_kind *kind, const char *addr
     return 1;
 }
 
-void ratelog_count(ratelog_t *r, const struct ratelog_kind *kind, const char *addr, long n)
+void peerlog_count(peerlog_t *r, const struct peerlog_kind *kind, const char *addr, long n)
 {
     struct rl_entry *e = n > 0 ? s_entry(r, kind, addr) : NULL;
     if (e)
