@@ -179,7 +179,7 @@ void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
     struct peer *p = &cs->peers[peer];
     const struct opts *o = &cs->job->opt;
     if (p->st != PS_MEMBER) {
-        cs_drop_peer(cs, peer, why);
+        cp_drop(cs, peer, why);
         return;
     }
     log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
@@ -187,7 +187,7 @@ void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
     char text[512];
     snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
              cs->generation, why);
-    cs_drop_peer(cs, peer, NULL);
+    cp_drop(cs, peer, NULL);
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) {
         cw_check_ready(cs);
         return;

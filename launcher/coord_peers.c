@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "log.h"
+
 int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
 {
     int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
@@ -120,4 +122,21 @@ void cp_move(coord_server_t *cs, int from, int to)
     o->fd = fd;
     if (cs->guard && fd >= 0)
         conn_guard_set_tag(cs->guard, fd, to);
+}
+
+void cp_drop(coord_server_t *cs, int peer, const char *why)
+{
+    struct peer *p = &cs->peers[peer];
+    if (!p->used || p->local)
+        return;
+    if (why)
+        log_info("dropping the session with %s (%s): %s", p->host[0] ? p->host : "a peer", p->from, why);
+    if (p->ch) {
+        tls_chan_close(p->ch);
+        cp_flush(cs, p);
+    }
+    int fd = p->fd;
+    if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
+        conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
+    cp_release(cs, peer);
 }

@@ -89,12 +89,13 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m);
 void cs_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
 void cs_last_call(coord_server_t *cs, int ms);
-/* Ends the peer's session and forgets it (its connection is closed shortly, once a last message has left). */
-void cs_drop_peer(coord_server_t *cs, int peer, const char *why);
 /* coord_peers.c: the table of sessions, one per routing id (below coord_server.c; calls nothing above it) */
 int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
 int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
 void cp_flush(coord_server_t *cs, struct peer *p);
+/* Ends the peer's session (close_notify) and forgets it; its connection is closed shortly, once a last message
+ * (a REFUSE, an alert) has left. why: logged when not NULL. */
+void cp_drop(coord_server_t *cs, int peer, const char *why);
 /* Frees the session and the slot; the connection stays (untagged). */
 void cp_release(coord_server_t *cs, int peer);
 /* A member loses its session but keeps its membership: it may rejoin on a new one. */

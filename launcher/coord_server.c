@@ -19,23 +19,6 @@ static const struct peerlog_kind PL_FRAMES = { "refused", "frame", "frames", "se
 static const struct peerlog_kind PL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
 static const struct peerlog_kind PL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
 
-void cs_drop_peer(coord_server_t *cs, int peer, const char *why)
-{
-    struct peer *p = &cs->peers[peer];
-    if (!p->used || p->local)
-        return;
-    if (why)
-        log_info("dropping the session with %s (%s): %s", p->host[0] ? p->host : "a peer", p->from, why);
-    if (p->ch) {
-        tls_chan_close(p->ch);
-        cp_flush(cs, p);
-    }
-    int fd = p->fd;
-    if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
-        conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
-    cp_release(cs, peer);
-}
-
 static int s_on_mail(loop_t *loop, int id, void *arg);
 
 /* Queues the encoded message buf[len] for the other side of this process (see struct local_mail). */
@@ -134,7 +117,7 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_COORD, err, sizeof err);
     if (!m) {
         log_warn("refused a message from %s: %s", p->from, err);
-        cs_drop_peer(cs, peer, NULL);
+        cp_drop(cs, peer, NULL);
         return;
     }
     p->last_heard_ns = loop_now_ns();
@@ -213,7 +196,7 @@ static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int p
         if (p->st == PS_MEMBER)
             cp_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
         else
-            cs_drop_peer(cs, peer, NULL);
+            cp_drop(cs, peer, NULL);
         return;
     }
     cp_flush(cs, p);
@@ -434,7 +417,7 @@ void coord_server_destroy(coord_server_t **pcs)
         return;
     coord_server_t *cs = *pcs;
     for (int i = 1; cs->peers && i < cs->npeers; i++)
-        cs_drop_peer(cs, i, NULL); /* close_notify to each */
+        cp_drop(cs, i, NULL); /* close_notify to each */
     if (cs->peers)
         free(cs->peers[0].ports);
     if (cs->hb_timer > 0)

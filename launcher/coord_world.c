@@ -261,7 +261,7 @@ void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
         log_warn("refused %s (%s): %s", p->host[0] ? p->host : "an agent", p->from, err);
         s_refuse(cs, peer, m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
                                                                         : PLAUNCH__REFUSE__CODE__BAD_JOB, err);
-        cs_drop_peer(cs, peer, NULL);
+        cp_drop(cs, peer, NULL);
         return;
     }
     if (m->body_case != WIRE_JOIN && m->body_case != WIRE_HEARTBEAT && p->st != PS_MEMBER) {

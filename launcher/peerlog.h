@@ -1,7 +1,9 @@
 /* peerlog: warnings caused by peers that did not authenticate, with a bounded cost: the first few of a kind from
  * one address are logged as they come, the rest are counted and summed up in one line per kind and address at the
  * end of the interval ("refused 19,873 frames from 198.18.0.9 in the last 10 s: not TLS"), and an interval has a
- * cap on its detailed lines. One flooding peer therefore costs a few lines, however fast it sends. */
+ * cap on its detailed lines. One flooding peer therefore costs a few lines, however fast it sends. (common/lograte
+ * limits one stream of repeated messages; this follows many peers at once, each counted by address, and writes
+ * its summaries when the interval ends, not at the next event.) */
 #ifndef PLAUNCH_PEERLOG_H
 #define PLAUNCH_PEERLOG_H
 
