@@ -89,7 +89,11 @@ like "$(cat siege.out)" "held: [0-9]+ of [0-9]+ connections closed by the peer w
     "every unauthenticated connection is closed by the deadline"
 grow=$(( (peak - idle) / 1024 ))
 echo "# coordinator RSS: idle $((idle / 1024)) MiB, peak $((peak / 1024)) MiB (+$grow MiB)"
-ok $((grow < 64 ? 0 : 1)) "the coordinator's memory stays within 64 MiB of its idle size (+$grow MiB)"
+if nm -D "$PLAUNCH" 2>/dev/null | grep -q __asan_init; then # its quarantine keeps what was freed
+    _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - the coordinator's memory # SKIP AddressSanitizer build (+$grow MiB)"
+else
+    ok $((grow < 64 ? 0 : 1)) "the coordinator's memory stays within 64 MiB of its idle size (+$grow MiB)"
+fi
 secs=$(( $(date +%s) - t0 ))
 lines=$(( $(hostile_lines) - n0 ))
 echo "# $lines log lines about the siege in $secs s"
