@@ -97,7 +97,7 @@ fi
 secs=$(( $(date +%s) - t0 ))
 lines=$(( $(hostile_lines) - n0 ))
 echo "# $lines log lines about the siege in $secs s"
-ok $((lines <= 3 * secs ? 0 : 1)) "the siege costs the log at most a few lines a second ($lines in $secs s)"
+ok $((lines <= 5 * secs ? 0 : 1)) "the siege costs the log a few lines a second at most ($lines in $secs s)"
 cpu=$(( (c1 - c0) * 1000 / $(getconf CLK_TCK) ))
 ok $((cpu < 5000 ? 0 : 1)) "the coordinator does not spin on the held connections ($cpu ms of CPU in $secs s)"
 
