@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 
 #define CG_EVICT_ON_EMFILE 16 /* connections closed at once when accept(2) runs out of descriptors */
-#define CG_RETIRED 1024       /* routing ids of ended connections remembered: their last frames still come */
 
 /* One end of a TCP connection, as getpeername/getsockname give it: what proves a descriptor is still ours. */
 struct cg_end {
@@ -28,7 +27,6 @@ struct conn {
     int prev, next;           /* in the unauthenticated list (NEW, PENDING) or the refused list; -1 ends */
     uint64_t since_ns;        /* connect (unauthenticated) or refusal (refused): what its deadline counts from */
     uint64_t last_ns;         /* the last sign of life: connect or a frame */
-    uint64_t rid_hash;        /* routing id of its frames, once one came; 0 before */
     struct cg_end remote, local;
     char addr[INET6_ADDRSTRLEN];
 };
@@ -37,12 +35,6 @@ struct cg_list {
     int head, tail, n;
 };
 
-/* A connection that ended: frames it sent before still arrive, with its old descriptor number (now maybe another
- * connection's); its routing id tells them apart. */
-struct cg_retired {
-    uint64_t rid_hash;
-    char addr[INET6_ADDRSTRLEN];
-};
 
 struct conn_guard {
     loop_t *loop;
@@ -55,8 +47,6 @@ struct conn_guard {
     int pending;              /* CONN_PENDING entries */
     int timer;
     uint64_t timer_at;
-    struct cg_retired retired[CG_RETIRED];
-    int next_retired;
 };
 
 static void s_arm(conn_guard_t *g);
@@ -214,11 +204,6 @@ static void s_end(conn_guard_t *g, int fd, enum conn_why why)
     s_detach(g, fd);
     memcpy(addr, c->addr, sizeof addr);
     c->tag = -1;
-    if (c->rid_hash) {
-        struct cg_retired *r = &g->retired[g->next_retired++ % CG_RETIRED];
-        r->rid_hash = c->rid_hash;
-        memcpy(r->addr, c->addr, sizeof r->addr);
-    }
     if (why == CONN_GONE) {
         c->state = CONN_FREE;
     } else {
@@ -296,11 +281,14 @@ static int s_from_addr(const conn_guard_t *g, const struct cg_end *remote)
 /* Records fd as a new connection; 0, or -1 when it was closed at once (over a cap). A connection that is over
  * before the monitor's news of it is read (a peer that sends a few bytes and hangs up) has no addresses left: it
  * is recorded without them, so that its end can still be told, and it is never shut down (nothing proves it). */
-static int s_record(conn_guard_t *g, int fd, uint64_t now)
+static int s_record(conn_guard_t *g, int fd, uint64_t now, int ghost)
 {
     struct cg_end remote = { 0 }, local = { 0 };
-    if (s_end_of(fd, 1, &remote) < 0 || s_end_of(fd, 0, &local) < 0)
+    if (s_end_of(fd, 1, &remote) < 0 || s_end_of(fd, 0, &local) < 0) {
+        if (!ghost)
+            return -1;
         memset(&remote, 0, sizeof remote), memset(&local, 0, sizeof local);
+    }
     struct conn *c = s_slot(g, fd);
     if (!c)
         return -1;
@@ -330,7 +318,7 @@ static int s_record(conn_guard_t *g, int fd, uint64_t now)
 
 void conn_guard_accepted(conn_guard_t *g, int fd)
 {
-    s_record(g, fd, loop_now_ns());
+    s_record(g, fd, loop_now_ns(), 1);
 }
 
 void conn_guard_gone(conn_guard_t *g, int fd)
@@ -344,47 +332,26 @@ void conn_guard_gone(conn_guard_t *g, int fd)
         s_end(g, fd, CONN_GONE);
 }
 
-static uint64_t s_hash(const void *data, size_t len)
+enum conn_state conn_guard_lookup(conn_guard_t *g, int fd, int adopt, const char **addr)
 {
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h ? h : 1;
+    struct conn *c = s_get(g, fd);
+    if ((!c || c->state == CONN_FREE) && adopt) {
+        s_record(g, fd, loop_now_ns(), 0); /* a live connection the monitor never reported */
+        c = s_get(g, fd);
+        if (!c || c->state == CONN_FREE) { /* no connection on fd: the frame's is over */
+            *addr = "?";
+            return CONN_CLOSING;
+        }
+    }
+    *addr = c && c->addr[0] ? c->addr : "?";
+    return c ? c->state : CONN_FREE;
 }
 
-enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt,
-                                 const char **addr)
+void conn_guard_active(conn_guard_t *g, int fd)
 {
-    uint64_t now = loop_now_ns(), h = s_hash(rid, rid_len);
     struct conn *c = s_get(g, fd);
-    *addr = c && c->addr[0] ? c->addr : "?";
-    if (c && c->state != CONN_FREE && c->rid_hash == h) {
-        c->last_ns = now;
-        return c->state;
-    }
-    for (int i = 0; i < CG_RETIRED; i++)
-        if (g->retired[i].rid_hash == h) {
-            *addr = g->retired[i].addr;
-            return CONN_CLOSING; /* a frame its connection sent before it ended */
-        }
-    /* A routing id belongs to one connection: another one on the same descriptor means a new connection there. */
-    enum conn_state st = !c || c->state == CONN_FREE ? CONN_FREE : c->rid_hash ? CONN_STALE : c->state;
-    if ((st == CONN_FREE || st == CONN_STALE) && adopt) {
-        if (st == CONN_STALE)
-            s_end(g, fd, CONN_GONE);
-        int rc = s_record(g, fd, now);
-        c = &g->c[fd];
-        *addr = c->addr[0] ? c->addr : "?";
-        if (rc < 0)
-            return CONN_CLOSING; /* closed at once: over a cap */
-        st = c->state;
-    }
-    if (st == CONN_FREE || st == CONN_STALE)
-        return st;
-    c->rid_hash = h;
-    c->last_ns = now;
-    return st;
+    if (c)
+        c->last_ns = loop_now_ns();
 }
 
 /* ---- what the owner says ---------------------------------------------------------------------------------- */
@@ -424,8 +391,18 @@ int conn_guard_pending(conn_guard_t *g, int fd)
         s_end(g, victim, CONN_HANDSHAKES);
     }
     c->state = CONN_PENDING;
+    c->last_ns = loop_now_ns();
     g->pending++;
-    return 0;
+    return 1;
+}
+
+void conn_guard_unpend(conn_guard_t *g, int fd)
+{
+    struct conn *c = s_get(g, fd);
+    if (c && c->state == CONN_PENDING) {
+        c->state = CONN_NEW;
+        g->pending--;
+    }
 }
 
 void conn_guard_trust(conn_guard_t *g, int fd)

@@ -18,7 +18,6 @@ enum conn_state {
     CONN_TRUSTED, /* authenticated (or plaintext mode): no deadline, not counted against any cap */
     CONN_REFUSED, /* refused: closed at its next frame or after a short linger that lets the refusal leave */
     CONN_CLOSING, /* shut down by the guard; libzmq has not reported the close yet */
-    CONN_STALE,   /* (conn_guard_frame only) the frame is not from the connection recorded on its descriptor */
 };
 
 /* Why a connection ended (the callback's argument). */
@@ -61,20 +60,22 @@ void conn_guard_destroy(conn_guard_t **g);
 void conn_guard_accepted(conn_guard_t *g, int fd);
 /* The monitor's DISCONNECTED: libzmq closed fd. Ends it (callback with CONN_GONE unless the guard closed it). */
 void conn_guard_gone(conn_guard_t *g, int fd);
-/* A frame arrived from fd (ZMQ_SRCFD) with routing id rid: counts activity and returns the state of the
- * connection it came on, whose remote address goes to *addr (borrowed until the next call). CONN_CLOSING also for
- * a frame of a connection that has ended. CONN_FREE or CONN_STALE: the monitor has not told everything yet; drain
- * it and ask again, finally with adopt=1, which ends a stale record and records the connection as accepted now. */
-enum conn_state conn_guard_frame(conn_guard_t *g, int fd, const void *rid, size_t rid_len, int adopt,
-                                 const char **addr);
-
+/* The state of the connection on fd, and its remote address in *addr (borrowed until the next call). A frame's
+ * descriptor (ZMQ_SRCFD) may be that of a connection that is over, and the number may already be another
+ * connection's: drain the monitor first, so that the record is the live connection's. adopt: a live connection the
+ * monitor never reported is recorded now; when fd is no connection, CONN_CLOSING (the frame's connection is over). */
+enum conn_state conn_guard_lookup(conn_guard_t *g, int fd, int adopt, const char **addr);
+/* A frame from fd's connection: a sign of life (a connection silent for stall_ms may be pushed out). */
+void conn_guard_active(conn_guard_t *g, int fd);
 /* The remote address of fd ("?" when unknown); borrowed until the next call. */
 const char *conn_guard_addr(const conn_guard_t *g, int fd);
 int conn_guard_tag(const conn_guard_t *g, int fd);
 void conn_guard_set_tag(conn_guard_t *g, int fd, int tag);
 /* NEW -> PENDING (a TLS handshake starts) within max_pending, closing a stalled handshake to make room when
- * needed. 0, or -1 when fd was closed instead (the callback has run). */
+ * needed. 1 moved, 0 already under way (or authenticated), -1 when fd was closed instead (the callback has run). */
 int conn_guard_pending(conn_guard_t *g, int fd);
+/* PENDING -> NEW: the handshake that moved it was not this connection's (a frame of an earlier one). */
+void conn_guard_unpend(conn_guard_t *g, int fd);
 /* Authenticated: no deadline, no cap. */
 void conn_guard_trust(conn_guard_t *g, int fd);
 /* Refused: closed after the linger, or at once if it sends another frame (conn_guard_frame says CONN_REFUSED). */

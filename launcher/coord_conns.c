@@ -1,7 +1,7 @@
 /* coord_conns: the coordinator's TCP connections: the ROUTER's socket monitor (accepted and closed descriptors,
  * failed ZeroMQ handshakes, accept failures) feeding conn_guard, bounded warnings about what the guard refused or
- * closed, and the short grace of a member whose connection closed (an agent that died is lost at once, one that
- * restarts its session is not). */
+ * closed, the plaintext refusal of a client without TLS, and the short grace of a member whose connection closed
+ * (an agent that died is lost at once, one that restarts its session is not). */
 #include "coord_priv.h"
 
 #include <errno.h>
@@ -112,6 +112,24 @@ void cc_drain_monitor(coord_server_t *cs)
             conn_guard_out_of_fds(cs->guard); /* libzmq retries accept(2) at once: make room */
         }
     }
+}
+
+/* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
+ * instead of waiting out its rendezvous timeout. The text holds nothing secret. */
+int cc_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+{
+    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
+    wire_msg_t m;
+    unsigned char buf[512];
+    char err[128];
+    r.code = PLAUNCH__REFUSE__CODE__AUTH;
+    r.text = "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, "
+             "not --insecure";
+    wire_init(&m, cs->job_id, cs->generation, WIRE_REFUSE, &r);
+    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    if (n <= 0 || zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return -1;
+    return zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
 }
 
 static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)

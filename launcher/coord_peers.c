@@ -10,14 +10,20 @@
 
 #include "log.h"
 
+static int s_is(const struct peer *p, const unsigned char *rid, size_t len)
+{
+    return p->used && p->rid_len == len && len > 0 && memcmp(p->rid, rid, len) == 0;
+}
+
 int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
 {
     int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
-    if (i < 1 || i >= cs->npeers)
-        return -1;
-    const struct peer *p = &cs->peers[i];
-    /* one connection carries one routing id: a mismatch is a stale tag, never another peer's session */
-    return p->used && p->rid_len == len && memcmp(p->rid, rid, len) == 0 ? i : -1;
+    if (i >= 1 && i < cs->npeers && s_is(&cs->peers[i], rid, len))
+        return i; /* the session of the connection the frame came on: nearly always */
+    for (i = 1; i < cs->npeers; i++) /* a frame of a connection that is over, whose number another one took */
+        if (s_is(&cs->peers[i], rid, len))
+            return i;
+    return -1;
 }
 
 int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
@@ -47,20 +53,18 @@ int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
     p->req_rank = -1;
     p->last_heard_ns = loop_now_ns();
     snprintf(p->from, sizeof p->from, "%s", cs->guard ? conn_guard_addr(cs->guard, fd) : "?");
-    if (cs->guard)
-        conn_guard_set_tag(cs->guard, fd, i);
     return i;
 }
 
-/* Sends every pending TLS record of the peer's session as one frame each. */
-void cp_flush(coord_server_t *cs, struct peer *p)
+int cp_flush(coord_server_t *cs, struct peer *p)
 {
     size_t n;
     while (p->ch && p->rid_len && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
         if (zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
             zmq_send(cs->router, cs->frame, n, ZMQ_DONTWAIT) < 0)
-            return;
+            return -1;
     }
+    return 0;
 }
 
 /* Unties the peer from its connection (the connection may already carry another session). */

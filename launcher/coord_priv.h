@@ -90,9 +90,14 @@ void cs_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
 void cs_last_call(coord_server_t *cs, int ms);
 /* coord_peers.c: the table of sessions, one per routing id (below coord_server.c; calls nothing above it) */
+/* The session of routing id rid (which came on fd), or -1. */
 int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
+/* A new session slot for rid; the caller tags the connection with it (conn_guard_set_tag) once it is sure the
+ * frame came from that connection. The index, or -1. */
 int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
-void cp_flush(coord_server_t *cs, struct peer *p);
+/* Sends every pending TLS record of the session as one frame each. 0, or -1 with errno (EHOSTUNREACH: its
+ * connection is gone). */
+int cp_flush(coord_server_t *cs, struct peer *p);
 /* Ends the peer's session (close_notify) and forgets it; its connection is closed shortly, once a last message
  * (a REFUSE, an alert) has left. why: logged when not NULL. */
 void cp_drop(coord_server_t *cs, int peer, const char *why);
@@ -110,6 +115,8 @@ int cc_open(coord_server_t *cs, char *err, size_t errlen);
 void cc_close(coord_server_t *cs);
 /* Takes in every pending monitor event (a frame's connection is then known). */
 void cc_drain_monitor(coord_server_t *cs);
+/* A plaintext REFUSE to routing id rid ("this coordinator requires TLS"). 0 sent, -1 not (no such peer now). */
+int cc_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
 /* coord_world.c: membership */
 void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
 void cw_set_state(coord_server_t *cs, enum cs_state st);

@@ -96,7 +96,7 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     return rc;
 }
 
-static void s_send_hello(coord_server_t *cs, int peer)
+static int s_send_hello(coord_server_t *cs, int peer)
 {
     Plaunch__Hello h = PLAUNCH__HELLO__INIT;
     wire_msg_t m;
@@ -104,7 +104,7 @@ static void s_send_hello(coord_server_t *cs, int peer)
     h.plaunch_version = PLAUNCH_VERSION;
     wire_init(&m, cs->job_id, cs->generation, WIRE_HELLO, &h);
     cs->peers[peer].st = PS_OPEN;
-    cs_send(cs, peer, &m);
+    return cs_send(cs, peer, &m);
 }
 
 /* ---- messages from agents ------------------------------------------------------------------------ */
@@ -125,81 +125,32 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     wire_free(&m);
 }
 
-/* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
- * instead of waiting out its rendezvous timeout. The text holds nothing secret. */
-static void s_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+/* A frame of a session. first: its ClientHello, from a connection that may be over by now (its descriptor then
+ * names another connection): the session is tied to the connection only once its answer could be sent. */
+static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, const void *data, size_t len)
 {
-    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
-    wire_msg_t m;
-    unsigned char buf[512];
-    char err[128];
-    r.code = PLAUNCH__REFUSE__CODE__AUTH;
-    r.text = "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, "
-             "not --insecure";
-    wire_init(&m, cs->job_id, cs->generation, WIRE_REFUSE, &r);
-    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
-    if (n > 0 && zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-        zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT);
-}
-
-/* A ClientHello: a new session on this connection (the first, or one that replaces the session there). */
-static int s_new_session(coord_server_t *cs, int fd, int peer, const unsigned char *rid, size_t rid_len)
-{
-    if (peer >= 0 && cs->peers[peer].st == PS_MEMBER) {
-        /* the member keeps its place until it rejoins on this session or is lost */
-        log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
-        cp_detach(cs, peer);
-    } else if (peer >= 0) {
-        cp_release(cs, peer);
-    }
-    if (conn_guard_pending(cs->guard, fd) < 0) /* over the cap of handshakes under way: closed */
-        return -1;
-    if ((peer = cp_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
-        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
-        if (peer >= 0)
-            cp_release(cs, peer);
-        conn_guard_close(cs->guard, fd, CONN_REFUSAL);
-        return -1;
-    }
-    return peer;
-}
-
-/* A frame of a TLS session, or the first frame of a connection. */
-static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int peer, const unsigned char *rid,
-                           size_t rid_len, const void *data, size_t len)
-{
+    struct peer *p = &cs->peers[peer];
     const char *addr = conn_guard_addr(cs->guard, fd);
-    if (tls_chan_is_client_hello(data, len)) {
-        if ((peer = s_new_session(cs, fd, peer, rid, rid_len)) < 0)
-            return;
-    } else if (peer < 0) {
-        const unsigned char *b = data;
-        if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) { /* a session that is over, or an old */
-            peerlog_count(cs->plog, &PL_STALE, addr, 1);                    /* socket that ZeroMQ reconnected */
-        } else if (st == CONN_NEW) {
-            peerlog_warn(cs->plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
-                         "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
-            s_refuse_plaintext(cs, rid, rid_len);
-        }
-        if (st == CONN_NEW)
-            conn_guard_refuse(cs->guard, fd);
+    int failed = tls_chan_feed(p->ch, data, len) < 0;
+    if (cp_flush(cs, p) < 0 && errno == EHOSTUNREACH && first) { /* the alert tells the agent why */
+        cp_release(cs, peer); /* no route back: the frame came from a connection that is over */
+        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
         return;
     }
-    struct peer *p = &cs->peers[peer];
-    if (tls_chan_feed(p->ch, data, len) < 0) {
+    if (first)
+        conn_guard_set_tag(cs->guard, fd, peer);
+    if (failed) {
         if (p->st == PS_HANDSHAKE)
             peerlog_warn(cs->plog, &PL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
-        cp_flush(cs, p); /* the alert tells the agent why */
         if (p->st == PS_MEMBER)
             cp_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
         else
             cp_drop(cs, peer, NULL);
         return;
     }
-    cp_flush(cs, p);
     if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
         log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
         conn_guard_trust(cs->guard, fd);
@@ -213,34 +164,86 @@ static void s_on_tls_frame(coord_server_t *cs, int fd, enum conn_state st, int p
     }
 }
 
-static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
-                       size_t len)
+/* A ClientHello: a new session on this connection, within the cap of handshakes under way. */
+static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
+                          size_t len)
+{
+    int moved = conn_guard_pending(cs->guard, fd), peer;
+    if (moved < 0) /* over the cap: closed */
+        return;
+    if ((peer = cp_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
+        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
+        if (peer >= 0)
+            cp_release(cs, peer);
+        conn_guard_close(cs->guard, fd, CONN_REFUSAL);
+        return;
+    }
+    s_on_session_frame(cs, fd, peer, 1, data, len);
+    if (moved && !cs->peers[peer].used && conn_guard_tag(cs->guard, fd) < 0)
+        conn_guard_unpend(cs->guard, fd); /* it was not this connection's handshake */
+}
+
+/* A frame whose routing id has no session: the first of a connection, or one that a connection sent before it
+ * ended (its descriptor may be another connection's by now: the monitor's news is taken in first). */
+static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
+                           size_t len)
 {
     const char *addr;
-    enum conn_state st = conn_guard_frame(cs->guard, fd, rid, rid_len, 0, &addr);
-    if (st == CONN_FREE || st == CONN_STALE) { /* the monitor knows more: take its news in first */
-        cc_drain_monitor(cs);
-        st = conn_guard_frame(cs->guard, fd, rid, rid_len, 1, &addr);
-    }
+    cc_drain_monitor(cs);
+    enum conn_state st = conn_guard_lookup(cs->guard, fd, 1, &addr);
+    const unsigned char *b = data;
     if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
         if (st == CONN_REFUSED)
             conn_guard_close(cs->guard, fd, CONN_REFUSAL);
         peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
-        return;
+    } else if (!cs->tls) { /* plaintext (--insecure): every peer is taken in */
+        int peer = cp_new(cs, rid, rid_len, fd);
+        if (peer >= 0 && s_send_hello(cs, peer) < 0) {
+            cp_release(cs, peer); /* no route back: a frame of a connection that is over */
+        } else if (peer >= 0) {
+            conn_guard_set_tag(cs->guard, fd, peer);
+            conn_guard_trust(cs->guard, fd);
+            if (len > 0)
+                s_on_message(cs, peer, data, len);
+        }
+    } else if (tls_chan_is_client_hello(data, len)) {
+        s_new_session(cs, fd, rid, rid_len, data, len);
+    } else if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) {
+        peerlog_count(cs->plog, &PL_STALE, addr, 1); /* a session that is over, or an old socket reconnected */
+    } else if (cc_refuse_plaintext(cs, rid, rid_len) == 0) { /* sent: the frame's connection is this live one */
+        peerlog_warn(cs->plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
+                     "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
+        conn_guard_refuse(cs->guard, fd);
+    } else {
+        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
     }
+}
+
+static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
+                       size_t len)
+{
     int peer = cp_find(cs, fd, rid, rid_len);
-    if (cs->tls) {
-        s_on_tls_frame(cs, fd, st, peer, rid, rid_len, data, len);
+    if (peer < 0) {
+        s_on_new_frame(cs, fd, rid, rid_len, data, len);
         return;
     }
-    if (peer < 0) { /* plaintext (--insecure): every peer is taken in */
-        conn_guard_trust(cs->guard, fd);
-        if ((peer = cp_new(cs, rid, rid_len, fd)) < 0)
-            return;
-        s_send_hello(cs, peer);
+    if (conn_guard_tag(cs->guard, fd) == peer)
+        conn_guard_active(cs->guard, fd);
+    if (!cs->tls) {
+        if (len > 0)
+            s_on_message(cs, peer, data, len);
+    } else if (tls_chan_is_client_hello(data, len)) { /* the same connection starts over */
+        if (cs->peers[peer].st == PS_MEMBER) {
+            /* the member keeps its place until it rejoins on the new session or is lost */
+            log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
+            cp_detach(cs, peer);
+        } else {
+            cp_release(cs, peer);
+        }
+        s_new_session(cs, fd, rid, rid_len, data, len);
+    } else if (cs->peers[peer].ch) {
+        s_on_session_frame(cs, fd, peer, 0, data, len);
     }
-    if (len > 0)
-        s_on_message(cs, peer, data, len);
 }
 
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
@@ -149,12 +150,11 @@ static void test_per_address_cap_closes_the_young_newcomer(void **state)
 static void test_a_stalled_connection_makes_room(void **state)
 {
     struct fixture *f = *state;
-    const char *addr;
     int a = s_connect(f, "127.0.0.2"), b = s_connect(f, "127.0.0.2");
     conn_guard_accepted(f->g, f->server[a]);
     conn_guard_accepted(f->g, f->server[b]);
     s_run_for(f, 80); /* both silent for longer than stall_ms */
-    assert_int_equal(conn_guard_frame(f->g, f->server[b], "rb", 2, 0, &addr), CONN_NEW); /* b shows life */
+    conn_guard_active(f->g, f->server[b]); /* b shows life */
     int c = s_connect(f, "127.0.0.2");
     conn_guard_accepted(f->g, f->server[c]);
     assert_int_equal(f->ends, 1);
@@ -208,17 +208,21 @@ static void test_pending_cap(void **state)
     int a = s_connect(f, "127.0.0.2"), b = s_connect(f, "127.0.0.3"), c = s_connect(f, "127.0.0.4");
     for (int i = 0; i < 3; i++)
         conn_guard_accepted(f->g, f->server[i]);
-    assert_int_equal(conn_guard_pending(f->g, f->server[a]), 0);
-    assert_int_equal(conn_guard_pending(f->g, f->server[b]), 0);
+    assert_int_equal(conn_guard_pending(f->g, f->server[a]), 1);
+    assert_int_equal(conn_guard_pending(f->g, f->server[a]), 0); /* under way already */
+    assert_int_equal(conn_guard_pending(f->g, f->server[b]), 1);
     assert_int_equal(conn_guard_pending(f->g, f->server[c]), -1); /* both handshakes are young */
     assert_int_equal(f->last_why, CONN_HANDSHAKES);
     assert_true(s_closed(f, c));
     s_run_for(f, 80);
     int d = s_connect(f, "127.0.0.5");
     conn_guard_accepted(f->g, f->server[d]);
-    assert_int_equal(conn_guard_pending(f->g, f->server[d]), 0); /* a stalled handshake made room */
+    assert_int_equal(conn_guard_pending(f->g, f->server[d]), 1); /* a stalled handshake made room */
     assert_int_equal(f->last_fd, f->server[a]);
     assert_int_equal(conn_guard_count(f->g, CONN_PENDING), 2);
+    conn_guard_unpend(f->g, f->server[d]); /* that handshake was not d's */
+    assert_int_equal(conn_guard_count(f->g, CONN_PENDING), 1);
+    assert_int_equal(conn_guard_count(f->g, CONN_NEW), 1);
 }
 
 static void test_refused_connections_linger_then_close(void **state)
@@ -231,7 +235,7 @@ static void test_refused_connections_linger_then_close(void **state)
     conn_guard_refuse(f->g, f->server[a]);
     conn_guard_refuse(f->g, f->server[b]);
     assert_true(s_open(f, a)); /* the refusal may still be on its way */
-    assert_int_equal(conn_guard_frame(f->g, f->server[b], "r", 1, 0, &addr), CONN_REFUSED);
+    assert_int_equal(conn_guard_lookup(f->g, f->server[b], 0, &addr), CONN_REFUSED);
     conn_guard_close(f->g, f->server[b], CONN_REFUSAL); /* another frame: closed at once */
     assert_true(s_closed(f, b));
     s_run_for(f, 100);
@@ -240,31 +244,26 @@ static void test_refused_connections_linger_then_close(void **state)
     assert_int_equal(f->last_why, CONN_REFUSAL);
 }
 
-static void test_frames_tell_a_new_connection_on_a_descriptor(void **state)
+/* A frame's descriptor before the monitor's news: a live connection is adopted, anything else is over. */
+static void test_lookup_adopts_live_connections_only(void **state)
 {
     struct fixture *f = *state;
     const char *addr;
     int a = s_connect(f, "127.0.0.2");
     int fd = f->server[a];
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0, &addr), CONN_FREE); /* before the monitor's news */
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 1, &addr), CONN_NEW);  /* adopted */
-    conn_guard_accepted(f->g, fd);                                        /* the late news changes nothing */
-    assert_int_equal(f->ends, 0);
-    conn_guard_set_tag(f->g, fd, 3);
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 0, &addr), CONN_NEW);
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 0, &addr), CONN_STALE);
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 1, &addr), CONN_NEW); /* the old one is ended first */
-    assert_int_equal(f->ends, 1);
-    assert_int_equal(f->last_why, CONN_GONE);
-    assert_int_equal(f->last_tag, 3);
-    assert_int_equal(conn_guard_tag(f->g, fd), -1);
-    /* a late frame of the connection that ended: known by its routing id, not taken for the new one's */
-    assert_int_equal(conn_guard_frame(f->g, fd, "one", 3, 1, &addr), CONN_CLOSING);
+    assert_int_equal(conn_guard_lookup(f->g, fd, 0, &addr), CONN_FREE);
+    assert_int_equal(conn_guard_lookup(f->g, fd, 1, &addr), CONN_NEW);
     assert_string_equal(addr, "127.0.0.2");
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 0, &addr), CONN_NEW);
-    conn_guard_gone(f->g, fd);
-    assert_int_equal(conn_guard_frame(f->g, fd, "two", 3, 1, &addr), CONN_CLOSING); /* not adopted as new */
-    assert_int_equal(f->ends, 2);
+    conn_guard_accepted(f->g, fd); /* the late news changes nothing */
+    assert_int_equal(f->ends, 0);
+    assert_int_equal(conn_guard_count(f->g, CONN_NEW), 1);
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0); /* a descriptor that is no connection */
+    assert_int_equal(conn_guard_lookup(f->g, p[0], 1, &addr), CONN_CLOSING);
+    assert_string_equal(addr, "?");
+    assert_int_equal(conn_guard_count(f->g, CONN_NEW), 1);
+    close(p[0]);
+    close(p[1]);
 }
 
 /* libzmq closed a connection and its descriptor number now belongs to another connection before the monitor's
@@ -325,7 +324,7 @@ int main(void)
         T(test_deadline_spares_the_authenticated),
         T(test_pending_cap),
         T(test_refused_connections_linger_then_close),
-        T(test_frames_tell_a_new_connection_on_a_descriptor),
+        T(test_lookup_adopts_live_connections_only),
         T(test_never_shuts_a_reused_descriptor),
         T(test_gone_reports_the_tag),
         cmocka_unit_test(test_limits_follow_the_descriptor_limit),
