@@ -22,9 +22,10 @@ static char s_path[512];
 static int setup(void **state)
 {
     s_dir = tu_mkdtemp("peerlog");
+    char err[256];
     snprintf(s_path, sizeof s_path, "%s/plaunch.log", s_dir);
     log_set_stderr_level(LOG_ERROR + 1);
-    return log_open(s_path);
+    return log_open(s_dir, "plaunch.log", err, sizeof err);
 }
 
 static int teardown(void **state)
