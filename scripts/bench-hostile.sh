@@ -17,7 +17,12 @@ modes=("$@")
 P=$PWD/build/bin/plaunch H=$PWD/build/tests/tools/pl_hostile
 NS="pb$$"; NS=${NS:0:8}; NET=17; PORT=29501
 tmp=$(mktemp -d /tmp/plaunch-bh.XXXXXX)
-cleanup() { for f in "$tmp"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; netns_down "$NS" 3; rm -rf "$tmp"; }
+cleanup() { # without -e: netns_down's last step fails when the namespace took the link with it
+    set +e
+    for f in "$tmp"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+    netns_down "$NS" 3
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 netns_up "$NS" 3 $NET
 binds=()
@@ -32,7 +37,10 @@ chmod +x "$tmp/w.sh"
 now() { date +%s.%N; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-until_grep() { local n=0; until grep -aqE -- "$2" "$1" 2>/dev/null; do [ $n -ge $(($3 * 20)) ] && return 1; sleep 0.05; n=$((n + 1)); done; }
+until_grep() { # until_grep FILE REGEX SECONDS
+    local n=0
+    until grep -aqE -- "$2" "$1" 2>/dev/null; do [ $n -ge $(($3 * 20)) ] && return 1; sleep 0.05; n=$((n + 1)); done
+}
 # node I DIR CREDS...: plaunch on host I in the background, its pid in $tmp/pid.I
 node() {
     local i=$1 d=$2; shift 2
@@ -41,7 +49,11 @@ node() {
     echo $! >"$tmp/pid.$i"
 }
 # finish: lets both nodes' workers end and waits for them
-finish() { touch "$tmp/go"; wait "$(cat "$tmp/pid.1")" "$(cat "$tmp/pid.2")" 2>/dev/null || true; rm -f "$tmp/go" "$tmp"/pid.*; }
+finish() {
+    touch "$tmp/go"
+    wait "$(cat "$tmp/pid.1")" "$(cat "$tmp/pid.2")" 2>/dev/null || true
+    rm -f "$tmp/go" "$tmp"/pid.*
+}
 # join_time DIR: seconds from starting node 2 to the coordinator's "2 of 2"
 join_time() {
     local t0 t1
@@ -101,12 +113,15 @@ for mode in "${modes[@]}"; do
     secs=$(echo "$t1 - $t0" | bc -l)
     grow=$(( (peak - idle) / 1024 ))
     cpu=$(echo "($c1 - $c0) / $(getconf CLK_TCK) / ($tc1 - $tc0) * 100" | bc -l)
-    echo "== $mode mode: 10,000 stalled TLS handshakes${hello:+ (whole ClientHellos)} + 20,000 idle ZeroMQ connections from 100 addresses"
+    echo "== $mode mode: 10,000 stalled TLS handshakes${hello:+ (whole ClientHellos)} + 20,000 idle ZeroMQ" \
+        "connections from 100 addresses"
     grep -h '^opened:\|^held:' "$tmp"/stall.out "$tmp"/idle*.out | sed 's/^/   pl_hostile /'
+    verdict=$([ $grow -le 64 ] && echo PASS || echo MISS)
     printf '   coordinator RSS: idle %.1f MiB, peak %.1f MiB: +%d MiB (target <= 64 MiB: %s)\n' \
-        "$(echo "$idle / 1024" | bc -l)" "$(echo "$peak / 1024" | bc -l)" "$grow" "$([ $grow -le 64 ] && echo PASS || echo MISS)"
+        "$(echo "$idle / 1024" | bc -l)" "$(echo "$peak / 1024" | bc -l)" "$grow" "$verdict"
+    verdict=$([ "$(echo "$lines / $secs <= 3" | bc -l)" = 1 ] && echo PASS || echo MISS)
     printf '   log lines about them: %d in %.1f s = %.1f/s (target: a few a second: %s)\n' "$lines" "$secs" \
-        "$(echo "$lines / $secs" | bc -l)" "$([ "$(echo "$lines / $secs <= 3" | bc -l)" = 1 ] && echo PASS || echo MISS)"
+        "$(echo "$lines / $secs" | bc -l)" "$verdict"
     printf '   coordinator CPU while they are held: %.1f %%\n' "$cpu"
     printf '   a good agent joins in %.3f s under the siege, %.3f s with no attack (%.1fx)\n' "$siege" "$quiet" \
         "$(echo "$siege / $quiet" | bc -l)"

@@ -14,7 +14,12 @@ runs=${1:-5}
 P=$PWD/build/bin/plaunch
 NS="pr$$"; NS=${NS:0:8}; NET=13; PORT=29461
 tmp=$(mktemp -d /tmp/plaunch-brn.XXXXXX)
-cleanup() { for f in "$tmp"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; netns_down "$NS" 3; rm -rf "$tmp"; }
+cleanup() { # without -e: netns_down's last step fails when the namespace took the link with it
+    set +e
+    for f in "$tmp"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+    netns_down "$NS" 3
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 netns_up "$NS" 3 $NET
 export PLAUNCH_TOKEN OUTDIR=$tmp

@@ -31,6 +31,10 @@ chmod +x w.sh
 reset() { stop_hogs; mn_kill_all; rm -rf start.* log1 log2 log3; }
 start3() { for i in 1 2 3; do mn_node $i --nnodes 2:3 --nproc-per-node 1 "$@" ./w.sh; done; wait_for 3 "start.0.*" 20; }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+wait_log() { # wait_log FILE TEXT: 10 s at most
+    local n=0
+    until grep -aq -- "$2" "$1" 2>/dev/null; do [ $n -ge 100 ] && return 1; sleep 0.1; n=$((n + 1)); done
+}
 # busy N: N processes spinning on the CPU (a loaded machine) until reset
 busy() { local i; for i in $(seq 1 "$1"); do (while :; do :; done) & HOGS+=($!); done; }
 
@@ -56,7 +60,6 @@ SLEEP=6 start3
 busy 4
 ip netns exec "${NS}3" ss -K dst "$(netns_addr "$NS" 1)" dport = "$PORT" >/dev/null 2>&1
 ok $? "ss -K resets node 3's connection to the coordinator"
-wait_log() { local n=0; until grep -aq -- "$2" "$1" 2>/dev/null; do [ $n -ge 100 ] && return 1; sleep 0.1; n=$((n + 1)); done; }
 wait_log log1/plaunch.log "reconnected; generation 0 goes on"
 ok $? "the coordinator takes node 3 back on its new session"
 stop_hogs
