@@ -30,7 +30,7 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
         char why[160];
         snprintf(why, sizeof why, "its connection closed (the agent ended?) and it did not reconnect within %d ms",
                  CS_RECONNECT_GRACE_MS);
-        cw_peer_lost(cs, i, why);
+        cs->lose_member(cs, i, why);
         return 0;
     }
     return 0;

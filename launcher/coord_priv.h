@@ -72,6 +72,8 @@ struct coord_server {
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
     peerlog_t *plog;             /* warnings about unauthenticated peers, bounded */
+    /* cw_peer_lost, set by coord_server_new: coord_conns.c, below the membership logic, calls up only through it */
+    void (*lose_member)(coord_server_t *cs, int peer, const char *why);
     int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
     unsigned zmtp_error;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side

@@ -375,6 +375,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->restarts_left = job->opt.max_restarts;
+    cs->lose_member = cw_peer_lost;
     cs->wait_for_more = 1;
     cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)cs_send, cs);
     if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
