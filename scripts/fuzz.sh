@@ -13,12 +13,12 @@ cc="${FUZZ_CC:-clang}"
 mkdir -p "$dir/gen" "$dir/seeds" "$dir/corpus" "$dir/crashes"
 
 # Generated into $dir so that the fuzz build never mixes with make's (gcc, maybe SAN) objects.
-if [ ! -e "$dir/gen/wire.pb-c.c" ] || [ common/wire.proto -nt "$dir/gen/wire.pb-c.c" ]; then
-    protoc-c --proto_path=common --c_out="$dir/gen" common/wire.proto
+if [ ! -e "$dir/gen/wire.pb-c.c" ] || [ common/wire/wire.proto -nt "$dir/gen/wire.pb-c.c" ]; then
+    protoc-c --proto_path=common/wire --c_out="$dir/gen" common/wire/wire.proto
 fi
-srcs=(common/wire.c common/wire_check.c "$dir/gen/wire.pb-c.c")
+srcs=(common/wire/wire.c common/wire/wire_check.c "$dir/gen/wire.pb-c.c")
 flags=(-g -O1 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
-       -DPLAUNCH_VERSION="\"$(cat VERSION)\"" -Icommon -I"$dir/gen" -Itests/unit)
+       -DPLAUNCH_VERSION="\"$(cat VERSION)\"" -Icommon -Icommon/wire -I"$dir/gen" -Itests/unit)
 "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -o "$dir/fuzz_wire" tests/fuzz/fuzz_wire.c "${srcs[@]}" -lprotobuf-c
 "$cc" "${flags[@]}" -o "$dir/seed_wire" tests/fuzz/seed_wire.c "${srcs[@]}" -lprotobuf-c

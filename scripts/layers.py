@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """layers.py: the call graph between plaunch's source files and folders, from the symbols of the built objects.
 
-Usage: scripts/layers.py BUILD_DIR [--graph]
+Usage: scripts/layers.py BUILD_DIR [--graph]   (from the repository root)
 Prints every cycle between files (two files that call each other, directly or around a ring) and between
 folders, and exits 1 when there is one; --graph prints the folder graph (who calls whom) as well.
 """
@@ -67,8 +67,9 @@ def main():
     for top in ("common", "launcher", "worker"):
         for d, _, names in os.walk(os.path.join(root, top)):
             for n in names:
-                if n.endswith(".o"):
-                    src = os.path.relpath(os.path.join(d, n), root)[:-2] + ".c"
+                src = os.path.relpath(os.path.join(d, n), root)[:-2] + ".c"
+                # objects of sources that were moved or removed since they were built do not count
+                if n.endswith(".o") and os.path.exists(src):
                     files[src] = symbols(os.path.join(d, n))
     owner = {}
     for src, (defined, _) in files.items():

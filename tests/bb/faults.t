@@ -48,26 +48,26 @@ reset
 for i in 1 2 3; do mn_node $i --nnodes 2:3 --nproc-per-node 2 ./w.sh; done
 wait_for 6 "wpid.0.*" 20; ok $? "elastic job of three nodes runs"
 t0=$(date +%s%N)
-kill -9 "$(cat pid.3)"
+kill_reap "$(cat pid.3)"
 wait_for 4 "env.1.*" 15; ok $? "agent of node 3 killed: generation 1 starts"
 echo "# detection + restart: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
 is "$r1 $r2" "0 0" "the two survivors finish the job"
 is "$(ranks_of 1)" "0 1 2 3 " "generation 1: ranks contiguous over two nodes"
 is "$(grep -h '^WORLD_SIZE=' env.1.* | sort -u)" "WORLD_SIZE=4" "generation 1: world size 4"
-sleep 0.5; is "$(mn_alive_in 'wpid.0.2.*')" 0 "no worker of node 3 survives its agent"
+until_ok 10 eval '[ "$(mn_alive_in "wpid.0.2.*")" = 0 ]'; is "$(mn_alive_in 'wpid.0.2.*')" 0 "no worker of node 3 survives its agent"
 
 # 3. the same loss with a fixed --nnodes 3: a clean failure with the summary
 reset
 for i in 1 2 3; do mn_node $i --nnodes 3 --nproc-per-node 1 ./w.sh; done
 wait_for 3 "wpid.0.*" 20
-kill -9 "$(cat pid.3)"
+kill_reap "$(cat pid.3)"
 mn_wait 1 15; r1=$wrc; mn_wait 2 15; r2=$wrc
 ok $([ "$r1" != 0 ] && [ "$r1" != 124 ] && [ "$r2" != 0 ] && [ "$r2" != 124 ]; echo $?) \
     "fixed --nnodes 3 loses node 3: both others fail cleanly ($r1, $r2)"
 like "$(cat log1/plaunch.log)" "node 2 .* was lost in generation 0" "the coordinator's summary names the lost node"
 like "$(cat log2/plaunch.log)" "was lost in generation 0" "node 2's plaunch.log has the same summary"
-sleep 0.5; is "$(mn_alive_in 'wpid.0.*')" 0 "no worker survives anywhere"
+until_ok 10 eval '[ "$(mn_alive_in "wpid.0.*")" = 0 ]'; is "$(mn_alive_in 'wpid.0.*')" 0 "no worker survives anywhere"
 
 # 4. node 3's link down for 1 s (below the 2.5 s timeout): the same generation goes on
 reset
@@ -87,7 +87,7 @@ mn_wait 1 15; r1=$wrc; mn_wait 2 15; r2=$wrc; mn_wait 3 15; r3=$wrc
 netns_link_up "$NS" 3
 is "$r1 $r2" "0 0" "a 10 s link cut: nodes 1 and 2 go on without node 3"
 ok $([ "$r3" != 0 ] && [ "$r3" != 124 ]; echo $?) "node 3's agent stops and exits non-zero ($r3)"
-sleep 0.5; is "$(mn_alive_in 'wpid.0.2.*')" 0 "node 3's workers are gone"
+until_ok 10 eval '[ "$(mn_alive_in "wpid.0.2.*")" = 0 ]'; is "$(mn_alive_in 'wpid.0.2.*')" 0 "node 3's workers are gone"
 
 # 6. the coordinator's node unplugged: every other agent stops its workers and exits non-zero in time
 reset
@@ -100,7 +100,8 @@ el=$(( ($(date +%s%N) - t0) / 1000000 ))
 netns_link_up "$NS" 1
 ok $([ "$r2" != 0 ] && [ "$r2" != 124 ] && [ "$r3" != 0 ] && [ "$r3" != 124 ] && [ $el -lt 4500 ]; echo $?) \
     "coordinator unplugged: agents exit non-zero ($r2, $r3) after $el ms (timeout 2.5 s)"
-sleep 0.5; is "$(mn_alive_in 'wpid.0.1.*') $(mn_alive_in 'wpid.0.2.*')" "0 0" "their workers are gone"
+until_ok 10 eval '[ "$(mn_alive_in "wpid.0.[12].*")" = 0 ]'
+is "$(mn_alive_in 'wpid.0.1.*') $(mn_alive_in 'wpid.0.2.*')" "0 0" "their workers are gone"
 
 # 7. a fourth node joins a --nnodes 2:4 job of three: a scale-up restart to four
 reset

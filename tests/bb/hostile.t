@@ -13,7 +13,7 @@ plan 13
 
 NS="ph$$"; NS=${NS:0:8}; NET=15; PORT=29491
 netns_down "$NS" 3 >/dev/null 2>&1
-kill_all() { local f; for f in "$T"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; }
+kill_all() { local f; for f in "$T"/pid.*; do [ -e "$f" ] && kill_reap "$(cat "$f")"; done; }
 trap 'kill_all; netns_down "$NS" 3; _bb_cleanup' EXIT
 netns_up "$NS" 3 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
 MASTER="$(netns_addr "$NS" 1):$PORT"

@@ -31,6 +31,13 @@ like() {
         ok 1 "$3"; echo "#   '$2' not found in:"; printf '%s\n' "$1" | head -20 | sed 's/^/#     /'; fi
 }
 done_testing() { exit $_tap_failed; }
+# kill_reap PID...: SIGKILL and reap this shell's background children at once, so that bash has no "Killed" job
+# notice to print later (a PID that is not our child is only killed).
+kill_reap() {
+    local p
+    for p in "$@"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null; done
+    return 0
+}
 
 # wait_for COUNT GLOB [SECONDS]: waits until COUNT files match GLOB; 1 on timeout.
 wait_for() {

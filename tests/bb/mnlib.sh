@@ -18,7 +18,7 @@ mn_wait() {
 # mn_kill_all: ends every plaunch a test started (used between scenarios and at exit).
 mn_kill_all() {
     local f
-    for f in "$T"/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+    for f in "$T"/pid.*; do [ -e "$f" ] && kill_reap "$(cat "$f")"; done
     rm -f "$T"/pid.*
 }
 # mn_alive_in GLOB: how many pids listed in files matching GLOB still run.

@@ -28,7 +28,9 @@ node() { local i=$1 n=$2; shift 2; mn_node "$i" --nnodes 3 --nproc-per-node "$n"
 val() { sed -n "s/^$1=//p" "$2"; }
 
 # Node 3 starts first and node 1 (the coordinator) last: the rendezvous must not depend on the order.
-node 3 3 ./worker.sh; node 2 2 ./worker.sh; sleep 0.3; node 1 1 ./worker.sh
+node 3 3 ./worker.sh; node 2 2 ./worker.sh
+wait_for 2 "log[23]/plaunch.log" 10 # both are up and trying to reach a coordinator that does not exist yet
+node 1 1 ./worker.sh
 mn_wait 1 30; rc1=$wrc; mn_wait 2 30; rc2=$wrc; mn_wait 3 30; rc3=$wrc
 is "$rc1 $rc2 $rc3" "0 0 0" "three nodes (1, 2 and 3 workers) run the job and exit 0"
 is "$(cat env.* | sed -n 's/^RANK=//p' | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 " "ranks 0..5, unique and contiguous"
@@ -63,15 +65,16 @@ W
 chmod +x sleeper.sh
 for i in 1 2 3; do node $i 1 --heartbeat 0.2 --heartbeat-timeout 1 ./sleeper.sh; done
 wait_for 3 "wpid.*" 20; ok $? "three nodes run a long job"
-kill -9 "$(cat pid.1)"
+kill_reap "$(cat pid.1)"
 t0=$(date +%s.%N)
 mn_wait 2 10; rc2=$wrc; mn_wait 3 10; rc3=$wrc
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 ok $([ "$rc2" != 0 ] && [ "$rc2" != 124 ] && [ "$rc3" != 0 ] && [ "$rc3" != 124 ]; echo $?) \
     "coordinator killed: both agents exit non-zero ($rc2, $rc3) after ${el}s"
 ok $(echo "$el < 4" | bc | grep -qx 1; echo $?) "... within the heartbeat timeout (1 s) plus a margin"
-sleep 0.5
-left=0; for f in wpid.*; do alive "$(cat "$f")" && left=1; done
+workers_left() { local f; for f in wpid.*; do alive "$(cat "$f")" && return 0; done; return 1; }
+until_ok 10 eval '! workers_left'
+left=0; workers_left && left=1
 is "$left" 0 "no worker survives on any node"
 like "$(cat log2/plaunch.log)" "lost the coordinator" "the agent's log says it lost the coordinator"
 

@@ -42,7 +42,7 @@ busy() { local i; for i in $(seq 1 "$1"); do (while :; do :; done) & HOGS+=($!);
 reset
 start3; ok $? "three nodes run generation 0"
 t0=$(date +%s%N)
-kill -9 "$(cat pid.3)"
+kill_reap "$(cat pid.3)"
 wait_for 2 "start.1.*" 10; r=$?
 el=$(ms_since "$t0")
 ok $r "agent of node 3 killed: both survivors start generation 1"

@@ -36,18 +36,7 @@ has() {
     if grep -qF -- "$3" "$2"; then ok "$1"; else not_ok "$1: '$3' not in $(basename "$2")" "$(head -c 600 "$2")"; fi
 }
 
-# The binary: plaunch itself once launcher/main.c dispatches `probe`, else a stand-in over the same library.
 PLAUNCH=$PLAUNCH_BUILD/bin/plaunch
-if ! "$PLAUNCH" probe --help 2>/dev/null | grep -q -- '--report'; then
-    echo "# $PLAUNCH does not dispatch 'probe' yet: testing cmd_probe through tests/bb/probe_driver.c"
-    san=
-    case $PLAUNCH_BUILD in */san) san="-fsanitize=address,undefined" ;; esac
-    # shellcheck disable=SC2046,SC2086
-    cc $san -D_GNU_SOURCE -I"$PLAUNCH_SRC/launcher" -o "$tmp/plaunch" "$PLAUNCH_SRC/tests/bb/probe_driver.c" \
-        "$PLAUNCH_BUILD/lib/libplaunch_launcher.a" "$PLAUNCH_BUILD/lib/libplaunch_common.a" \
-        $(pkg-config --libs jansson inih) -ldl -lm || bail "cannot build the probe test driver"
-    PLAUNCH=$tmp/plaunch
-fi
 
 # ---- --report on the fixtures ---------------------------------------------------------------------------
 run "clean fixture reports no flag" 0 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-clean.json"

@@ -50,7 +50,7 @@ is "$(grep -c -e 'connected to the coordinator' -e 'every node' log/plaunch.log)
 start_job
 kill -USR1 $job
 wait_for 4 "sig.*" 10
-sleep 0.2
+until_ok 10 eval '[ "$(count_sig USR1)" = 4 ]'
 is "$(count_sig USR1)" 4 "SIGUSR1 reaches all 4 workers"
 alive $job; ok $? "the job goes on after SIGUSR1"
 kill -TERM $job
@@ -86,7 +86,8 @@ rm -f pid.*
 job=$!
 wait_for 2 "pid.*" 10
 t0=$(date +%s)
-kill -INT $job; sleep 0.3
+kill -INT $job
+until_ok 10 grep -q "got SIGINT" "$T/.err" # plaunch took the signal and is waiting for its workers
 alive $job; ok $? "workers ignoring SIGINT: plaunch waits for them within --grace"
 kill -INT $job
 wait $job; rc=$?

@@ -30,7 +30,7 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
         char why[160];
         snprintf(why, sizeof why, "its connection closed (the agent ended?) and it did not reconnect within %d ms",
                  CS_RECONNECT_GRACE_MS);
-        cs->lose_member(cs, i, why);
+        cs->ev.peer_lost(cs, i, why);
         return 0;
     }
     return 0;
@@ -62,7 +62,7 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         return;
     struct peer *p = &cs->peers[tag];
     if (p->st != PS_MEMBER) {
-        cp_release(cs, tag);
+        coord_peers_release(cs, tag);
         return;
     }
     p->fd = -1;
@@ -79,7 +79,7 @@ static void s_note_reconnect(coord_server_t *cs, int fd)
             cs->peers[i].reconnecting = 1;
 }
 
-void cc_drain_monitor(coord_server_t *cs)
+void coord_conns_drain_monitor(coord_server_t *cs)
 {
     for (;;) {
         zmq_msg_t ev, addr;
@@ -116,16 +116,15 @@ void cc_drain_monitor(coord_server_t *cs)
 
 /* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
  * instead of waiting out its rendezvous timeout. The text holds nothing secret. */
-int cc_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
 {
-    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
+    Plaunch__Refuse r;
     wire_msg_t m;
     unsigned char buf[512];
     char err[128];
-    r.code = PLAUNCH__REFUSE__CODE__AUTH;
-    r.text = "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, "
-             "not --insecure";
-    wire_init(&m, cs->job_id, cs->generation, WIRE_REFUSE, &r);
+    wire_refuse_init(&m, &r, cs->job_id, cs->generation, PLAUNCH__REFUSE__CODE__AUTH,
+                     "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or "
+                     "--tls-dir, not --insecure", 0, NULL, 0);
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     if (n <= 0 || zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -1;
@@ -134,11 +133,11 @@ int cc_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid
 
 static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
-    cc_drain_monitor(arg);
+    coord_conns_drain_monitor(arg);
     return 0;
 }
 
-int cc_open(coord_server_t *cs, char *err, size_t errlen)
+int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
 {
     struct conn_limits lim;
     conn_guard_limits(&lim);
@@ -166,7 +165,7 @@ int cc_open(coord_server_t *cs, char *err, size_t errlen)
     return 0;
 }
 
-void cc_close(coord_server_t *cs)
+void coord_conns_close(coord_server_t *cs)
 {
     if (cs->monitor) {
         loop_remove_socket(cs->loop, cs->monitor);

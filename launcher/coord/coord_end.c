@@ -13,7 +13,7 @@
 #include "errfile.h"
 #include "log.h"
 
-void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
+void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
 {
     Plaunch__Stop st = PLAUNCH__STOP__INIT;
     wire_msg_t m;
@@ -23,24 +23,24 @@ void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
     st.text = (char *)text;
     wire_init(&m, cs->job_id, cs->generation, WIRE_STOP, &st);
     if (reason != PLAUNCH__STOP__REASON__RESTART && cs->state != CS_DONE) {
-        cw_set_state(cs, CS_ENDING);
-        cs_rendezvous_deadline(cs, 0);
-        cs_last_call(cs, -1);
+        coord_assign_set_state(cs, CS_ENDING);
+        coord_transport_rendezvous_deadline(cs, 0);
+        coord_transport_last_call(cs, -1);
     }
-    cw_broadcast(cs, &m);
+    coord_assign_broadcast(cs, &m);
 }
 
-void cw_restart(coord_server_t *cs, const char *why)
+void coord_end_restart(coord_server_t *cs, const char *why)
 {
     const struct opts *o = &cs->job->opt;
     cs->generation++; /* first: members come back for the new generation */
-    cw_set_state(cs, CS_RESTARTING);
+    coord_assign_set_state(cs, CS_RESTARTING);
     cs->wait_for_more = 0;
-    cs_last_call(cs, -1);
-    cs_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
+    coord_transport_last_call(cs, -1);
+    coord_transport_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
     log_warn("restarting the job%s: generation %u (%s)", o->nnodes > 1 ? " on every node" : "", cs->generation, why);
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
-    cw_check_ready(cs);
+    coord_end_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
+    coord_assign_check_ready(cs);
 }
 
 /* The job is over for everyone: the root cause (printed here, written to every node's plaunch.log) and each
@@ -68,17 +68,17 @@ static void s_finish(coord_server_t *cs)
         wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
         for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
             if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
-                cs_send(cs, i, &m);
+                coord_transport_send(cs, i, &m);
         log_block(cs->failure, 1);
     }
     log_info("job %s over: exit status %d", cs->job_id, status);
     bye.exit_status = (uint32_t)status;
     wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);
-    cw_set_state(cs, CS_DONE);
-    cw_broadcast(cs, &m);
+    coord_assign_set_state(cs, CS_DONE);
+    coord_assign_broadcast(cs, &m);
 }
 
-void cw_maybe_finish(coord_server_t *cs)
+void coord_end_maybe_finish(coord_server_t *cs)
 {
     if (cs->state != CS_ENDING && cs->state != CS_RUNNING)
         return;
@@ -144,7 +144,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     cs->status_set = 1;
 }
 
-void cw_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
+void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     const Plaunch__WorkerExit *x = m->worker_exit;
     struct peer *p = &cs->peers[peer];
@@ -164,22 +164,22 @@ void cw_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
         cs->restarts_left--;
         snprintf(why, sizeof why, "rank %u failed: restart %d of %d", x->global_rank,
                  cs->job->opt.max_restarts - cs->restarts_left, cs->job->opt.max_restarts);
-        cw_restart(cs, why);
+        coord_end_restart(cs, why);
         return;
     }
     s_record_failure(cs, peer, x);
     if (cs->job->opt.max_restarts > 0 && restartable)
         log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
                   cs->job->opt.max_restarts == 1 ? "" : "s");
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
+    coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
 }
 
-void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
+void coord_end_peer_lost(coord_server_t *cs, int peer, const char *why)
 {
     struct peer *p = &cs->peers[peer];
     const struct opts *o = &cs->job->opt;
     if (p->st != PS_MEMBER) {
-        cp_drop(cs, peer, why);
+        coord_peers_drop(cs, peer, why);
         return;
     }
     log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
@@ -187,13 +187,13 @@ void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
     char text[512];
     snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
              cs->generation, why);
-    cp_drop(cs, peer, NULL);
+    coord_peers_drop(cs, peer, NULL);
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) {
-        cw_check_ready(cs);
+        coord_assign_check_ready(cs);
         return;
     }
     if (was_running && o->nnodes_min < o->nnodes) {
-        cw_restart(cs, text); /* elastic: on the survivors (and whoever joins) */
+        coord_end_restart(cs, text); /* elastic: on the survivors (and whoever joins) */
         return;
     }
     if (!cs->status_set) {
@@ -203,14 +203,14 @@ void cw_peer_lost(coord_server_t *cs, int peer, const char *why)
         cs->status_set = 1;
     }
     if (was_running)
-        cw_stop_all(cs, PLAUNCH__STOP__REASON__NODE_LOST, 0, "a node was lost: the job ends");
-    cw_maybe_finish(cs);
+        coord_end_stop_all(cs, PLAUNCH__STOP__REASON__NODE_LOST, 0, "a node was lost: the job ends");
+    coord_end_maybe_finish(cs);
 }
 
-void cw_rendezvous_timeout(coord_server_t *cs)
+void coord_end_rendezvous_timeout(coord_server_t *cs)
 {
     const struct opts *o = &cs->job->opt;
-    int have = cw_members(cs, cs->generation), elastic = o->nnodes_min < o->nnodes;
+    int have = coord_assign_members(cs, cs->generation), elastic = o->nnodes_min < o->nnodes;
     char text[256];
     if (cs->state == CS_RESTARTING && elastic)
         snprintf(text, sizeof text, "only %d of at least %d nodes came back within --elastic-timeout %g s", have,
@@ -222,11 +222,11 @@ void cw_rendezvous_timeout(coord_server_t *cs)
     snprintf(cs->failure, sizeof cs->failure, "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
     cs->job_status = 125;
     cs->status_set = 1;
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
+    coord_end_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
     s_finish(cs);
 }
 
-void cw_fatal(coord_server_t *cs, const char *fmt, ...)
+void coord_end_fatal(coord_server_t *cs, const char *fmt, ...)
 {
     char text[1024];
     va_list ap;

@@ -1,4 +1,4 @@
-/* coord_server: the coordinator's transport: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3 sessions
+/* coord_transport: the coordinator's transport: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3 sessions
  * (or plaintext with --insecure), the in-process agent of its own node, refusals, heartbeats. Connections and
  * their limits: coord_conns.c; the table of sessions: coord_peers.c. */
 #include "coord_priv.h"
@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "log.h"
+#include "zrouter.h"
 
 /* Warnings about peers that never authenticated: counted and summed up (peerlog), never one line per frame. */
 static const struct peerlog_kind PL_NOT_TLS = { "refused", "connection", "connections",
@@ -57,7 +58,7 @@ static int s_on_mail(loop_t *loop, int id, void *arg)
             cs->local(cs->local_arg, m);
         } else if (m) {
             cs->peers[0].last_heard_ns = loop_now_ns();
-            cw_on_message(cs, 0, m);
+            cs->ev.on_message(cs, 0, m);
         } else {
             log_error("in-process message refused: %s", err);
         }
@@ -67,7 +68,7 @@ static int s_on_mail(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
+int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     char err[256];
@@ -77,8 +78,10 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     void *buf = wire_encode_alloc(m, &len, err, sizeof err);
     if (!buf) {
         /* What the coordinator cannot say, nobody waiting for it would ever hear: end the job. */
-        cw_fatal(cs, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
+        char text[1024];
+        snprintf(text, sizeof text, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
                  p->local ? "this node" : p->host[0] ? p->host : p->from, err);
+        cs->ev.fatal(cs, text);
         return -1;
     }
     int rc = 0;
@@ -90,13 +93,13 @@ int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
         rc = -1;
     } else {
-        cp_flush(cs, p);
+        coord_peers_flush(cs, p);
     }
     free(buf);
     return rc;
 }
 
-static int s_send_hello(coord_server_t *cs, int peer)
+int coord_transport_hello(coord_server_t *cs, int peer)
 {
     Plaunch__Hello h = PLAUNCH__HELLO__INIT;
     wire_msg_t m;
@@ -104,7 +107,7 @@ static int s_send_hello(coord_server_t *cs, int peer)
     h.plaunch_version = PLAUNCH_VERSION;
     wire_init(&m, cs->job_id, cs->generation, WIRE_HELLO, &h);
     cs->peers[peer].st = PS_OPEN;
-    return cs_send(cs, peer, &m);
+    return coord_transport_send(cs, peer, &m);
 }
 
 /* ---- messages from agents ------------------------------------------------------------------------ */
@@ -117,11 +120,11 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_COORD, err, sizeof err);
     if (!m) {
         log_warn("refused a message from %s: %s", p->from, err);
-        cp_drop(cs, peer, NULL);
+        coord_peers_drop(cs, peer, NULL);
         return;
     }
     p->last_heard_ns = loop_now_ns();
-    cw_on_message(cs, peer, m);
+    cs->ev.on_message(cs, peer, m);
     wire_free(&m);
 }
 
@@ -132,8 +135,8 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
     struct peer *p = &cs->peers[peer];
     const char *addr = conn_guard_addr(cs->guard, fd);
     int failed = tls_chan_feed(p->ch, data, len) < 0;
-    if (cp_flush(cs, p) < 0 && errno == EHOSTUNREACH && first) { /* the alert tells the agent why */
-        cp_release(cs, peer); /* no route back: the frame came from a connection that is over */
+    if (coord_peers_flush(cs, p) < 0 && errno == EHOSTUNREACH && first) { /* the alert tells the agent why */
+        coord_peers_release(cs, peer); /* no route back: the frame came from a connection that is over */
         peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
         return;
     }
@@ -146,15 +149,15 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
         if (p->st == PS_MEMBER)
-            cp_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
+            coord_peers_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
         else
-            cp_drop(cs, peer, NULL);
+            coord_peers_drop(cs, peer, NULL);
         return;
     }
     if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
         log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
         conn_guard_trust(cs->guard, fd);
-        s_send_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
+        coord_transport_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
     }
     void *msg;
     size_t mlen;
@@ -171,10 +174,10 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
     int moved = conn_guard_pending(cs->guard, fd), peer;
     if (moved < 0) /* over the cap: closed */
         return;
-    if ((peer = cp_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
+    if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
         log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
         if (peer >= 0)
-            cp_release(cs, peer);
+            coord_peers_release(cs, peer);
         conn_guard_close(cs->guard, fd, CONN_REFUSAL);
         return;
     }
@@ -189,7 +192,7 @@ static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid,
                            size_t len)
 {
     const char *addr;
-    cc_drain_monitor(cs);
+    coord_conns_drain_monitor(cs);
     enum conn_state st = conn_guard_lookup(cs->guard, fd, 1, &addr);
     const unsigned char *b = data;
     if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
@@ -197,9 +200,9 @@ static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid,
             conn_guard_close(cs->guard, fd, CONN_REFUSAL);
         peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
     } else if (!cs->tls) { /* plaintext (--insecure): every peer is taken in */
-        int peer = cp_new(cs, rid, rid_len, fd);
-        if (peer >= 0 && s_send_hello(cs, peer) < 0) {
-            cp_release(cs, peer); /* no route back: a frame of a connection that is over */
+        int peer = coord_peers_new(cs, rid, rid_len, fd);
+        if (peer >= 0 && coord_transport_hello(cs, peer) < 0) {
+            coord_peers_release(cs, peer); /* no route back: a frame of a connection that is over */
         } else if (peer >= 0) {
             conn_guard_set_tag(cs->guard, fd, peer);
             conn_guard_trust(cs->guard, fd);
@@ -210,7 +213,7 @@ static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid,
         s_new_session(cs, fd, rid, rid_len, data, len);
     } else if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) {
         peerlog_count(cs->plog, &PL_STALE, addr, 1); /* a session that is over, or an old socket reconnected */
-    } else if (cc_refuse_plaintext(cs, rid, rid_len) == 0) { /* sent: the frame's connection is this live one */
+    } else if (coord_conns_refuse_plaintext(cs, rid, rid_len) == 0) { /* sent: the frame's connection is this live one */
         peerlog_warn(cs->plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
                      "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
         conn_guard_refuse(cs->guard, fd);
@@ -222,7 +225,7 @@ static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid,
 static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
                        size_t len)
 {
-    int peer = cp_find(cs, fd, rid, rid_len);
+    int peer = coord_peers_find(cs, fd, rid, rid_len);
     if (peer < 0) {
         s_on_new_frame(cs, fd, rid, rid_len, data, len);
         return;
@@ -236,9 +239,9 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
         if (cs->peers[peer].st == PS_MEMBER) {
             /* the member keeps its place until it rejoins on the new session or is lost */
             log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
-            cp_detach(cs, peer);
+            coord_peers_detach(cs, peer);
         } else {
-            cp_release(cs, peer);
+            coord_peers_release(cs, peer);
         }
         s_new_session(cs, fd, rid, rid_len, data, len);
     } else if (cs->peers[peer].ch) {
@@ -249,25 +252,14 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     coord_server_t *cs = arg;
-    cc_drain_monitor(cs); /* connections first: a frame's connection is then known */
+    coord_conns_drain_monitor(cs); /* connections first: a frame's connection is then known */
     for (int budget = 0; budget < 1024; budget++) {
         zmq_msg_t rid, body;
-        zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, cs->router, ZMQ_DONTWAIT) < 0) {
+        int ok = zrouter_recv(cs->router, &rid, &body);
+        if (ok < 0) {
             zmq_msg_close(&rid);
+            zmq_msg_close(&body);
             return 0;
-        }
-        zmq_msg_init(&body);
-        int ok = zmq_msg_more(&rid) && zmq_msg_recv(&body, cs->router, ZMQ_DONTWAIT) >= 0;
-        while (ok && zmq_msg_more(&body)) { /* one frame per message: drain and drop the rest */
-            zmq_msg_t extra;
-            zmq_msg_init(&extra);
-            zmq_msg_recv(&extra, cs->router, ZMQ_DONTWAIT);
-            ok = 0;
-            int again = zmq_msg_more(&extra);
-            zmq_msg_close(&extra);
-            if (!again)
-                break;
         }
         /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
         int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
@@ -299,7 +291,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
-            cw_peer_lost(cs, i, why);
+            cs->ev.peer_lost(cs, i, why);
             continue;
         }
         if (!send)
@@ -309,7 +301,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         hb.seq = ++p->hb_seq;
         hb.mono_ns = now;
         wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
-        cs_send(cs, i, &m);
+        coord_transport_send(cs, i, &m);
     }
     if (cs->state != CS_DONE)
         cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
@@ -323,11 +315,11 @@ static int s_rdzv_tick(loop_t *loop, int id, void *arg)
         return 0;
     cs->rdzv_timer = 0;
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING)
-        cw_rendezvous_timeout(cs);
+        cs->ev.rendezvous_timeout(cs);
     return 0;
 }
 
-void cs_rendezvous_deadline(coord_server_t *cs, double seconds)
+void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds)
 {
     if (cs->rdzv_timer > 0)
         loop_timer_cancel(cs->loop, cs->rdzv_timer);
@@ -339,12 +331,12 @@ static int s_last_call_tick(loop_t *loop, int id, void *arg)
     coord_server_t *cs = arg;
     if (id == cs->last_call_timer) {
         cs->last_call_timer = 0;
-        cw_last_call(cs);
+        cs->ev.last_call(cs);
     }
     return 0;
 }
 
-void cs_last_call(coord_server_t *cs, int ms)
+void coord_transport_last_call(coord_server_t *cs, int ms)
 {
     if (cs->last_call_timer > 0)
         loop_timer_cancel(cs->loop, cs->last_call_timer);
@@ -353,8 +345,9 @@ void cs_last_call(coord_server_t *cs, int ms)
 
 /* ---- life cycle ------------------------------------------------------------------------------------ */
 
-coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
-                                 tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen)
+coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
+                                    tls_ctx_t *tls, coord_local_fn local, void *local_arg,
+                                    const struct coord_events *ev, char *err, size_t errlen)
 {
     coord_server_t *cs = calloc(1, sizeof *cs);
     int zero = 0, one = 1;
@@ -375,9 +368,9 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->restarts_left = job->opt.max_restarts;
-    cs->lose_member = cw_peer_lost;
+    cs->ev = *ev;
     cs->wait_for_more = 1;
-    cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)cs_send, cs);
+    cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)coord_transport_send, cs);
     if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
         if (!cs->coord) {
             snprintf(err, errlen, "out of memory");
@@ -392,7 +385,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         goto error;
     }
-    if (cc_open(cs, err, errlen) < 0)
+    if (coord_conns_open(cs, err, errlen) < 0)
         goto error;
     if (zmq_bind(cs->router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
@@ -404,24 +397,24 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         goto error;
     }
     cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(&job->opt), s_hb_tick, cs);
-    cs_rendezvous_deadline(cs, job->opt.rdzv_timeout);
+    coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
              tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
     return cs;
 error:;
     int e = errno;
-    coord_server_destroy(&cs);
+    coord_transport_destroy(&cs);
     errno = e;
     return NULL;
 }
 
-void coord_server_destroy(coord_server_t **pcs)
+void coord_transport_destroy(coord_server_t **pcs)
 {
     if (!pcs || !*pcs)
         return;
     coord_server_t *cs = *pcs;
     for (int i = 1; cs->peers && i < cs->npeers; i++)
-        cp_drop(cs, i, NULL); /* close_notify to each */
+        coord_peers_drop(cs, i, NULL); /* close_notify to each */
     if (cs->peers)
         free(cs->peers[0].ports);
     if (cs->hb_timer > 0)
@@ -442,7 +435,7 @@ void coord_server_destroy(coord_server_t **pcs)
         zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
         loop_remove_socket(cs->loop, cs->router);
     }
-    cc_close(cs);
+    coord_conns_close(cs);
     if (cs->router)
         zmq_close(cs->router);
     coord_destroy(&cs->coord);
@@ -452,12 +445,7 @@ void coord_server_destroy(coord_server_t **pcs)
     *pcs = NULL;
 }
 
-void coord_server_local_hello(coord_server_t *cs)
-{
-    s_send_hello(cs, 0);
-}
-
-int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
+int coord_transport_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
 {
     size_t len;
     void *buf = wire_encode_alloc(m, &len, err, errlen);
@@ -468,20 +456,4 @@ int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, si
     if (rc < 0)
         snprintf(err, errlen, "out of memory");
     return rc;
-}
-
-void coord_server_stop_signal(coord_server_t *cs, int sig)
-{
-    char text[sizeof cs->job->hostname + 64];
-    const char *name = sigabbrev_np(sig) ? sigabbrev_np(sig) : "?";
-    if (cs->job->opt.nnodes > 1)
-        snprintf(text, sizeof text, "the coordinator's plaunch on %s got SIG%s", cs->job->hostname, name);
-    else
-        snprintf(text, sizeof text, "plaunch got SIG%s", name);
-    if (!cs->status_set) {
-        cs->job_status = 128 + sig;
-        cs->status_set = 1;
-        snprintf(cs->failure, sizeof cs->failure, "plaunch: job %s stopped: %s\n", cs->job_id, text);
-    }
-    cw_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }

@@ -9,9 +9,9 @@
 
 typedef struct sup sup_t;
 
-/* The node's controller (agentctl: the link to the coordinator, in process on a one-node job). No generation
- * starts until sup_start; when all workers are gone the supervisor waits (gen_over) for sup_start (the next
- * generation) or sup_finish (the end of the job). Callbacks other than setup and gen_over are optional. */
+/* The node's controller (the agent: the link to the coordinator, in process on a one-node job). No generation
+ * starts until supervise_start; when all workers are gone the supervisor waits (gen_over) for supervise_start (the next
+ * generation) or supervise_finish (the end of the job). Callbacks other than setup and gen_over are optional. */
 struct sup_ctl {
     void *arg;
     /* The loop exists: register sockets and timers. -1 ends the run with 125. */
@@ -32,8 +32,8 @@ int supervise_block_signals(sigset_t *old);
 int supervise_run(struct job *job, const struct sup_ctl *ctl);
 
 /* For the controller, from inside the loop. */
-int sup_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
-void sup_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
-void sup_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
+int supervise_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
+void supervise_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
+void supervise_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
 
 #endif

@@ -15,7 +15,7 @@ static int s_is(const struct peer *p, const unsigned char *rid, size_t len)
     return p->used && p->rid_len == len && len > 0 && memcmp(p->rid, rid, len) == 0;
 }
 
-int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
+int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
 {
     int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
     if (i >= 1 && i < cs->npeers && s_is(&cs->peers[i], rid, len))
@@ -26,7 +26,7 @@ int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
     return -1;
 }
 
-int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
+int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
 {
     int i = 1;
     while (i < cs->npeers && cs->peers[i].used)
@@ -56,7 +56,7 @@ int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
     return i;
 }
 
-int cp_flush(coord_server_t *cs, struct peer *p)
+int coord_peers_flush(coord_server_t *cs, struct peer *p)
 {
     size_t n;
     while (p->ch && p->rid_len && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
@@ -84,7 +84,7 @@ static void s_stop_grace(coord_server_t *cs, struct peer *p)
     p->reconnecting = 0;
 }
 
-void cp_release(coord_server_t *cs, int peer)
+void coord_peers_release(coord_server_t *cs, int peer)
 {
     struct peer *p = &cs->peers[peer];
     if (!p->used || p->local)
@@ -98,14 +98,14 @@ void cp_release(coord_server_t *cs, int peer)
     p->st = PS_GONE;
 }
 
-void cp_detach(coord_server_t *cs, int peer)
+void coord_peers_detach(coord_server_t *cs, int peer)
 {
     struct peer *p = &cs->peers[peer];
     tls_chan_destroy(&p->ch);
     p->rid_len = 0; /* frames still arriving on its routing id belong to no session now */
 }
 
-void cp_move(coord_server_t *cs, int from, int to)
+void coord_peers_move(coord_server_t *cs, int from, int to)
 {
     struct peer *p = &cs->peers[from], *o = &cs->peers[to];
     int fd = p->fd;
@@ -128,7 +128,7 @@ void cp_move(coord_server_t *cs, int from, int to)
         conn_guard_set_tag(cs->guard, fd, to);
 }
 
-void cp_drop(coord_server_t *cs, int peer, const char *why)
+void coord_peers_drop(coord_server_t *cs, int peer, const char *why)
 {
     struct peer *p = &cs->peers[peer];
     if (!p->used || p->local)
@@ -137,10 +137,10 @@ void cp_drop(coord_server_t *cs, int peer, const char *why)
         log_info("dropping the session with %s (%s): %s", p->host[0] ? p->host : "a peer", p->from, why);
     if (p->ch) {
         tls_chan_close(p->ch);
-        cp_flush(cs, p);
+        coord_peers_flush(cs, p);
     }
     int fd = p->fd;
     if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
         conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
-    cp_release(cs, peer);
+    coord_peers_release(cs, peer);
 }

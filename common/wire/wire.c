@@ -8,6 +8,19 @@
 #include <string.h>
 
 
+void wire_refuse_init(wire_msg_t *msg, Plaunch__Refuse *r, const char *job_id, uint32_t generation, int code,
+                      const char *text, uint32_t request, const char *key, uint32_t rank)
+{
+    *r = (Plaunch__Refuse)PLAUNCH__REFUSE__INIT;
+    r->code = code;
+    r->text = (char *)text;
+    r->request = request;
+    if (key)
+        r->key = (char *)key;
+    r->rank = rank;
+    wire_init(msg, job_id, generation, WIRE_REFUSE, r);
+}
+
 /* ---- memory: the unpacker may take at most WIRE_MAX_DECODED for one message ---------------------------------- */
 
 struct budget {

@@ -71,35 +71,11 @@ static void s_signal_workers(struct sup *s, int sig)
     }
 }
 
-static int s_pick_ports(struct job *job)
-{
-    int *ports = calloc((size_t)job->nworkers + 1, sizeof *ports);
-    if (!ports || net_free_ports(job->host_addr, ports, job->nworkers + 1) < 0) {
-        log_error("cannot find free TCP ports on %s: %s; set --host to an address of this node",
-                  job->host_addr, strerror(errno));
-        free(ports);
-        return -1;
-    }
-    job->master_port = ports[0];
-    memcpy(job->endpoint_ports, ports + 1, (size_t)job->nworkers * sizeof *ports);
-    free(ports);
-    size_t cap = (size_t)job->nworkers * (strlen(job->host_addr) + 8) + 1;
-    char *eps = malloc(cap);
-    if (!eps)
-        return -1;
-    size_t o = 0;
-    for (int i = 0; i < job->nworkers; i++)
-        o += (size_t)snprintf(eps + o, cap - o, "%s%s:%d", i ? "," : "", job->host_addr, job->endpoint_ports[i]);
-    free(job->endpoints);
-    job->endpoints = eps;
-    return 0;
-}
-
 /* Starts every worker of the current generation. Returns 0, or -1 when one could not be forked. */
 static int s_start_generation(struct sup *s)
 {
     struct job *job = s->job;
-    if (!job->multi && s_pick_ports(job) < 0)
+    if (!job->multi && wenv_pick_ports(job) < 0)
         return -1;
     s->first_status = -1;
     if (s->ctl->gen_start)
@@ -254,7 +230,7 @@ static void a_idle_signal(struct sup *s)
     if (s->ctl->stop_signal)
         s->ctl->stop_signal(s->ctl->arg, s->event_signal);
     else
-        sup_finish(s, 128 + s->event_signal);
+        supervise_finish(s, 128 + s->event_signal);
 }
 
 static void a_forward(struct sup *s)
@@ -453,7 +429,7 @@ int supervise_block_signals(sigset_t *old)
     return sigprocmask(SIG_BLOCK, &set, old);
 }
 
-int sup_start(sup_t *s)
+int supervise_start(sup_t *s)
 {
     s->state = ST_RUNNING;
     s->reason = STOP_NONE;
@@ -463,13 +439,13 @@ int sup_start(sup_t *s)
     return -1;
 }
 
-void sup_stop(sup_t *s, int sig)
+void supervise_stop(sup_t *s, int sig)
 {
     s->event_signal = sig;
     s_dispatch(s, EV_CTL_STOP);
 }
 
-void sup_finish(sup_t *s, int exit_code)
+void supervise_finish(sup_t *s, int exit_code)
 {
     s_abort_generation(s);
     s->exit_code = exit_code;

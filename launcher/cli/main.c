@@ -9,7 +9,7 @@
 
 #include "cmd_certs.h"
 #include "cmd_probe.h"
-#include "agentctl.h"
+#include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
 #include "log.h"
@@ -96,15 +96,15 @@ static int s_run(int argc, char **argv)
     struct sup_ctl ctl;
     char hint[4096];
     s_command_line(argc, argv, hint, sizeof hint);
-    agentctl_t *ac = agentctl_new(&job, hint, err, sizeof err);
+    agent_t *ac = agent_new(&job, hint, err, sizeof err);
     if (!ac) {
         log_error("%s", err);
         code = 2;
         goto out;
     }
-    agentctl_ctl(ac, &ctl);
+    agent_ctl(ac, &ctl);
     code = output_final_status(&job, supervise_run(&job, &ctl));
-    agentctl_destroy(&ac);
+    agent_destroy(&ac);
     log_info("plaunch exits with %d", code);
 out:
     sentinel_release();

@@ -1,5 +1,11 @@
-/* coord_priv: state shared by coord_server.c (sessions, transport, heartbeats) and coord_world.c (membership,
- * ranks, generations, the end of the job). Not for other modules. */
+/* coord_priv: the coordinator's state, shared by its floors. Not for other modules. Calls go down only, floor by floor:
+ *   coord_server.c   the public face (coord_server.h); builds the transport with the handlers below
+ *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (coord.c)
+ *   coord_end.c      the end of generations and of the job: restarts, losses, verdicts, the summary
+ *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
+ *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
+ *                    through struct coord_events
+ *   coord_peers.c, coord_conns.c  sessions by routing id; connections, their caps and the monitor */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
@@ -49,6 +55,16 @@ struct local_mail {
 
 enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
 
+/* How the transport (coord_transport.c, coord_conns.c) calls up into the membership logic above it: through these
+ * handlers, set at construction (coord_server.c), never by name. */
+struct coord_events {
+    void (*on_message)(coord_server_t *cs, int peer, const wire_msg_t *m); /* decoded and checked */
+    void (*peer_lost)(coord_server_t *cs, int peer, const char *why);      /* silent, or its connection closed */
+    void (*rendezvous_timeout)(coord_server_t *cs);
+    void (*last_call)(coord_server_t *cs);
+    void (*fatal)(coord_server_t *cs, const char *text); /* the coordinator cannot go on (exit status 125) */
+};
+
 struct coord_server {
     const struct job *job;
     loop_t *loop;
@@ -72,69 +88,80 @@ struct coord_server {
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
     peerlog_t *plog;             /* warnings about unauthenticated peers, bounded */
-    /* cw_peer_lost, set by coord_server_new: coord_conns.c, below the membership logic, calls up only through it */
-    void (*lose_member)(coord_server_t *cs, int peer, const char *why);
+    struct coord_events ev;     /* the floors above the transport, set by coord_server_new: called only through these */
     int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
     unsigned zmtp_error;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
-    int fatal;                  /* cw_fatal ran: the job is ending with 125 */
+    int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
 
-/* coord_server.c */
-int cs_send(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* coord_transport.c */
+/* Builds the transport: binds endpoint (NULL: a one-node job, no socket), calls up only through ev. */
+coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
+                                    tls_ctx_t *tls, coord_local_fn local, void *local_arg,
+                                    const struct coord_events *ev, char *err, size_t errlen);
+void coord_transport_destroy(coord_server_t **cs);
+/* The coordinator speaks first: HELLO to a peer whose session opened (0: the local agent). */
+int coord_transport_hello(coord_server_t *cs, int peer);
+/* A message of the local agent, queued for the loop (never handled inside the caller). */
+int coord_transport_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
+int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m);
 /* (Re)arms the deadline of the rendezvous under way; 0 disarms. */
-void cs_rendezvous_deadline(coord_server_t *cs, double seconds);
+void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
-void cs_last_call(coord_server_t *cs, int ms);
-/* coord_peers.c: the table of sessions, one per routing id (below coord_server.c; calls nothing above it) */
+void coord_transport_last_call(coord_server_t *cs, int ms);
+/* coord_peers.c: the table of sessions, one per routing id (below coord_transport.c; calls nothing above it) */
 /* The session of routing id rid (which came on fd), or -1. */
-int cp_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
+int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
 /* A new session slot for rid; the caller tags the connection with it (conn_guard_set_tag) once it is sure the
  * frame came from that connection. The index, or -1. */
-int cp_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
+int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
 /* Sends every pending TLS record of the session as one frame each. 0, or -1 with errno (EHOSTUNREACH: its
  * connection is gone). */
-int cp_flush(coord_server_t *cs, struct peer *p);
+int coord_peers_flush(coord_server_t *cs, struct peer *p);
 /* Ends the peer's session (close_notify) and forgets it; its connection is closed shortly, once a last message
  * (a REFUSE, an alert) has left. why: logged when not NULL. */
-void cp_drop(coord_server_t *cs, int peer, const char *why);
+void coord_peers_drop(coord_server_t *cs, int peer, const char *why);
 /* Frees the session and the slot; the connection stays (untagged). */
-void cp_release(coord_server_t *cs, int peer);
+void coord_peers_release(coord_server_t *cs, int peer);
 /* A member loses its session but keeps its membership: it may rejoin on a new one. */
-void cp_detach(coord_server_t *cs, int peer);
+void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
-void cp_move(coord_server_t *cs, int from, int to);
-/* coord_conns.c: connections (below coord_server.c) */
+void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_conns.c: connections (below coord_transport.c; calls up only through cs->ev) */
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x)
 /* Guard, bounded warnings and the ROUTER's monitor; before the ROUTER binds. 0, or -1 + message. */
-int cc_open(coord_server_t *cs, char *err, size_t errlen);
-void cc_close(coord_server_t *cs);
+int coord_conns_open(coord_server_t *cs, char *err, size_t errlen);
+void coord_conns_close(coord_server_t *cs);
 /* Takes in every pending monitor event (a frame's connection is then known). */
-void cc_drain_monitor(coord_server_t *cs);
+void coord_conns_drain_monitor(coord_server_t *cs);
 /* A plaintext REFUSE to routing id rid ("this coordinator requires TLS"). 0 sent, -1 not (no such peer now). */
-int cc_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
-/* coord_world.c: membership */
-void cw_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
-void cw_set_state(coord_server_t *cs, enum cs_state st);
-int cw_members(coord_server_t *cs, uint32_t gen);
-void cw_broadcast(coord_server_t *cs, const wire_msg_t *m);
-void cw_check_ready(coord_server_t *cs);
-void cw_last_call(coord_server_t *cs);
+int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
+/* coord_world.c */
+void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* coord_assign.c */
+void coord_assign_set_state(coord_server_t *cs, enum cs_state st);
+int coord_assign_members(coord_server_t *cs, uint32_t gen);
+void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m);
+void coord_assign_check_ready(coord_server_t *cs);
+void coord_assign_last_call(coord_server_t *cs);
+/* Members, whatever generation they last joined for (after a restart some are still on their way back). */
+int coord_assign_live(coord_server_t *cs);
 /* coord_end.c: the end of generations and of the job */
-void cw_on_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m);
-void cw_peer_lost(coord_server_t *cs, int peer, const char *why);
-void cw_rendezvous_timeout(coord_server_t *cs);
-void cw_stop_all(coord_server_t *cs, int reason, int sig, const char *text);
-void cw_restart(coord_server_t *cs, const char *why);
-void cw_maybe_finish(coord_server_t *cs);
+void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m);
+void coord_end_peer_lost(coord_server_t *cs, int peer, const char *why);
+void coord_end_rendezvous_timeout(coord_server_t *cs);
+void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text);
+void coord_end_restart(coord_server_t *cs, const char *why);
+void coord_end_maybe_finish(coord_server_t *cs);
 /* The coordinator cannot go on (a message it must send cannot be encoded): logs why, ends the job for every node
  * with exit status 125 (root cause and BYE, whatever can still be sent). Runs once. */
-void cw_fatal(coord_server_t *cs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void coord_end_fatal(coord_server_t *cs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

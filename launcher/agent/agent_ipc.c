@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "zrouter.h"
 #include "lograte.h"
 
 #define IPC_MAX_ROUTING_ID 256
@@ -73,13 +74,12 @@ static const char *s_request(const wire_msg_t *m, uint32_t *rank)
 static void s_refuse(agent_ipc_t *ipc, const unsigned char *rid, size_t rid_len, const wire_msg_t *req, int code,
                      const char *text)
 {
-    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
+    Plaunch__Refuse r;
     wire_msg_t m;
-    r.code = code;
-    r.text = (char *)text;
-    r.key = (char *)s_request(req, &r.rank);
-    r.request = *r.key ? (uint32_t)req->body_case : 0;
-    wire_init(&m, ipc->job_id, ipc->generation, WIRE_REFUSE, &r);
+    uint32_t rank = 0;
+    const char *key = s_request(req, &rank);
+    wire_refuse_init(&m, &r, ipc->job_id, ipc->generation, code, text, *key ? (uint32_t)req->body_case : 0, key,
+                     rank);
     lograte_msg(&ipc->refusals, LOG_INFO, "agent refused a worker's %s '%s': %s",
                 r.request ? wire_type_name(req->body_case) : "message", r.key, text);
     s_send_to(ipc, rid, rid_len, &m);
@@ -156,25 +156,13 @@ static int s_on_readable(loop_t *loop, int fd, void *sock, short revents, void *
     agent_ipc_t *ipc = arg;
     for (int budget = 0; budget < 256; budget++) {
         zmq_msg_t rid, body;
-        zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, ipc->sock, ZMQ_DONTWAIT) < 0) {
+        int more = zrouter_recv(ipc->sock, &rid, &body);
+        if (more < 0) {
             zmq_msg_close(&rid);
+            zmq_msg_close(&body);
             return 0;
         }
-        zmq_msg_init(&body);
-        int more = zmq_msg_more(&rid) && zmq_msg_recv(&body, ipc->sock, ZMQ_DONTWAIT) >= 0;
-        /* Drop anything beyond one frame: a well-formed DEALER sends exactly one. */
-        while (zmq_msg_more(&body)) {
-            zmq_msg_t extra;
-            zmq_msg_init(&extra);
-            zmq_msg_recv(&extra, ipc->sock, ZMQ_DONTWAIT);
-            more = 0;
-            int again = zmq_msg_more(&extra);
-            zmq_msg_close(&extra);
-            if (!again)
-                break;
-        }
-        if (more && zmq_msg_size(&rid) <= IPC_MAX_ROUTING_ID)
+        if (more > 0 && zmq_msg_size(&rid) <= IPC_MAX_ROUTING_ID)
             s_on_request(ipc, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body), zmq_msg_size(&body));
         zmq_msg_close(&rid);
         zmq_msg_close(&body);

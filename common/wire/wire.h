@@ -87,6 +87,11 @@ const char *wire_type_name(wire_type_t type);
  *     wire_init(&m, "job-1", gen, WIRE_HEARTBEAT, &hb); */
 void wire_init(wire_msg_t *msg, const char *job_id, uint32_t generation, wire_type_t type, void *body);
 
+/* Fills *msg and *r as a REFUSE: code, text, and, for a refused worker request, its type, key and rank (request 0
+ * and key NULL otherwise). Everything is borrowed, as with wire_init. */
+void wire_refuse_init(wire_msg_t *msg, Plaunch__Refuse *r, const char *job_id, uint32_t generation, int code,
+                      const char *text, uint32_t request, const char *key, uint32_t rank);
+
 /* Checks msg against every bound, as wire_decode does, and packs it into buf[cap]. Returns the length. */
 ssize_t wire_encode(const wire_msg_t *msg, void *buf, size_t cap, char *err, size_t errlen);
 /* The same into a malloc'd buffer (caller frees), its length in *len. */

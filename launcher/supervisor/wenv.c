@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "errfile.h"
+#include "log.h"
+#include "net.h"
 
 /* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks. */
 static const char *const s_owned[] = {
@@ -172,4 +174,28 @@ char **wenv_build(const struct job *job, const struct worker *w)
         b.vec[b.nvec++] = job->base_env[i];
     b.vec[b.nvec] = NULL;
     return b.vec;
+}
+
+int wenv_pick_ports(struct job *job)
+{
+    int *ports = calloc((size_t)job->nworkers + 1, sizeof *ports);
+    if (!ports || net_free_ports(job->host_addr, ports, job->nworkers + 1) < 0) {
+        log_error("cannot find free TCP ports on %s: %s; set --host to an address of this node",
+                  job->host_addr, strerror(errno));
+        free(ports);
+        return -1;
+    }
+    job->master_port = ports[0];
+    memcpy(job->endpoint_ports, ports + 1, (size_t)job->nworkers * sizeof *ports);
+    free(ports);
+    size_t cap = (size_t)job->nworkers * (strlen(job->host_addr) + 8) + 1;
+    char *eps = malloc(cap);
+    if (!eps)
+        return -1;
+    size_t o = 0;
+    for (int i = 0; i < job->nworkers; i++)
+        o += (size_t)snprintf(eps + o, cap - o, "%s%s:%d", i ? "," : "", job->host_addr, job->endpoint_ports[i]);
+    free(job->endpoints);
+    job->endpoints = eps;
+    return 0;
 }

@@ -179,19 +179,14 @@ static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const 
 static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
                      const char *fmt, ...)
 {
-    Plaunch__Refuse r = PLAUNCH__REFUSE__INIT;
+    Plaunch__Refuse r;
     char text[WIRE_MAX_TEXT];
     wire_msg_t m;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    r.code = code;
-    r.text = text;
-    r.request = (uint32_t)request;
-    r.key = (char *)key;
-    r.rank = rank;
-    wire_init(&m, c->job_id, c->generation, WIRE_REFUSE, &r);
+    wire_refuse_init(&m, &r, c->job_id, c->generation, code, text, (uint32_t)request, key, rank);
     lograte_msg(&c->refusals, LOG_INFO, "coordinator refused %s '%s' of rank %u: %s", wire_type_name(request), key,
                 rank, text);
     c->send(c->arg, peer, &m);

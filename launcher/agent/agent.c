@@ -1,0 +1,254 @@
+/* agent: the node agent of every job: joins the coordinator (remote over TLS, or in process on the
+ * coordinator's node), starts the generations it is assigned, reports failures, obeys STOP and BYE, and
+ * keeps heartbeats both ways so that losing the coordinator stops the workers. */
+#include "agent_priv.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "console.h"
+#include "coord_server.h"
+#include "creds.h"
+#include "errfile.h"
+#include "jobsetup.h"
+#include "link.h"
+#include "log.h"
+#include "net.h"
+#include "output.h"
+
+static void s_link_msg(void *arg, const wire_msg_t *m)
+{
+    agent_proto_on_msg(arg, m);
+}
+
+static void s_link_drop(void *arg, const char *reason, int fatal)
+{
+    agent_t *ac = arg;
+    if (fatal) {
+        log_error("%s; check that every node has the same --token or certificates of the same job CA", reason);
+        agent_proto_finish(ac, 2);
+        return;
+    }
+    log_warn("%s; starting a new session", reason);
+}
+
+static void s_local_msg(void *arg, const wire_msg_t *m)
+{
+    agent_proto_on_msg(arg, m);
+}
+
+/* ---- supervisor hooks ----------------------------------------------------------------------------- */
+
+static int s_setup(void *arg, sup_t *s, loop_t *loop)
+{
+    agent_t *ac = arg;
+    char err[1024];
+    ac->sup = s;
+    ac->loop = loop;
+    ac->started_ns = loop_now_ns();
+    agent_proto_set_state(ac, AC_CONNECTING);
+    console_attach(loop); /* a stalled console reader costs lines, never the loop */
+    ac->zctx = zmq_ctx_new();
+    if (!ac->zctx) {
+        log_error("ZeroMQ context: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_ctx_set(ac->zctx, ZMQ_BLOCKY, 0);
+    ac->ipc = agent_ipc_new(ac->zctx, loop, ac->job->agent_endpoint, ac->job->job_id, agent_proto_worker_up, ac, err,
+                            sizeof err);
+    if (!ac->ipc) {
+        log_error("%s", err);
+        return -1;
+    }
+    snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
+    if (ac->hosts_coord) {
+        ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
+                                  s_local_msg, ac, err, sizeof err);
+        if (!ac->cs && errno == EADDRINUSE && ac->job->multi && !ac->job->opt.insecure) {
+            /* another plaunch on this machine took the port between our check and our bind: join it */
+            int insecure = 0;
+            log_info("another plaunch here hosts the coordinator at %s: joining it", ac->endpoint);
+            tls_ctx_destroy(&ac->tls);
+            ac->tls = creds_tls(&ac->job->opt, ac->job->host_addr, ac->job->hostname, 0, "", &insecure, err,
+                                sizeof err);
+            ac->hosts_coord = 0;
+            if (!ac->tls) {
+                log_error("%s", err);
+                return -1;
+            }
+        } else if (!ac->cs && errno == EADDRINUSE && ac->job->multi) {
+            ac->hosts_coord = 0; /* plaintext: the same credentials (none) serve as a client */
+        } else if (!ac->cs) {
+            log_error("%s", err);
+            return -1;
+        } else {
+            coord_server_local_hello(ac->cs);
+        }
+    }
+    if (!ac->hosts_coord) {
+        ac->link = link_new(ac->zctx, loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
+        if (!ac->link) {
+            log_error("%s", err);
+            return -1;
+        }
+    }
+    if (ac->job->multi)
+        ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
+    return 0;
+}
+
+static void s_gen_start(void *arg, const struct job *job)
+{
+    agent_t *ac = arg;
+    errfile_clear(job);
+    agent_ipc_set_generation(ac->ipc, (uint32_t)job->generation);
+}
+
+static void s_worker_exit(void *arg, const struct job *job, const struct worker *w)
+{
+    agent_t *ac = arg;
+    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0)
+        return;
+    Plaunch__WorkerExit x = PLAUNCH__WORKER_EXIT__INIT;
+    wire_msg_t m;
+    char tail[8192], *lines[20];
+    size_t n = 0;
+    output_tail(w, 20, tail, sizeof tail);
+    for (char *line = strtok(tail, "\n"); line && n < 20; line = strtok(NULL, "\n"))
+        lines[n++] = line[0] == ' ' && strlen(line) > 6 ? line + 6 : line; /* drop the "    | " indent */
+    for (size_t i = 0; i < n; i++)
+        if (strlen(lines[i]) > WIRE_MAX_TEXT)
+            lines[i][WIRE_MAX_TEXT] = '\0';
+    x.global_rank = (uint32_t)w->rank;
+    x.local_rank = (uint32_t)w->local_rank;
+    x.pid = (uint32_t)w->pid;
+    x.exit_code = WIFEXITED(w->status) ? (uint32_t)WEXITSTATUS(w->status) : 0;
+    x.signal = WIFSIGNALED(w->status) ? (uint32_t)WTERMSIG(w->status) : 0;
+    x.runtime_ms = (w->exit_ns - w->start_ns) / 1000000;
+    x.exit_time_unix_ms = (uint64_t)time(NULL) * 1000;
+    x.n_log_tail = n;
+    x.log_tail = lines;
+    char quote[ERRFILE_MAX_LINES][ERRFILE_LINE], *qlines[ERRFILE_MAX_LINES], path[PATH_MAX + 32];
+    errfile_path(job->log_dir, w->rank, path, sizeof path);
+    x.n_error_quote = (size_t)errfile_quote(path, x.exit_time_unix_ms - x.runtime_ms, quote, ERRFILE_MAX_LINES);
+    for (size_t i = 0; i < x.n_error_quote; i++)
+        qlines[i] = quote[i];
+    x.error_quote = qlines;
+    wire_init(&m, job->job_id, (uint32_t)job->generation, WIRE_WORKER_EXIT, &x);
+    agent_proto_up(ac, &m);
+}
+
+static void s_gen_over(void *arg, const struct job *job, int code)
+{
+    agent_t *ac = arg;
+    ac->last_code = code;
+    if (ac->st == AC_DONE)
+        return;
+    if (ac->stop_reason == PLAUNCH__STOP__REASON__RESTART) {
+        agent_proto_set_state(ac, AC_VERDICT);
+        agent_proto_send_join(ac);
+    } else if (ac->stop_reason || code == 0) {
+        agent_proto_send_bye(ac, code);
+    } else {
+        agent_proto_set_state(ac, AC_VERDICT); /* our failure: the coordinator decides between restart and the end */
+    }
+}
+
+static void s_stop_signal(void *arg, int sig)
+{
+    agent_t *ac = arg;
+    if (ac->cs) {
+        coord_server_stop_signal(ac->cs, sig);
+    } else if (ac->st != AC_RUNNING) {
+        agent_proto_send_bye(ac, 128 + sig);
+        agent_proto_finish(ac, 128 + sig);
+    }
+}
+
+static void s_teardown(void *arg)
+{
+    agent_t *ac = arg;
+    if (ac->hb_timer > 0)
+        loop_timer_cancel(ac->loop, ac->hb_timer);
+    if (ac->state_timer > 0)
+        loop_timer_cancel(ac->loop, ac->state_timer);
+    console_detach();
+    link_destroy(&ac->link);
+    coord_server_destroy(&ac->cs);
+    agent_ipc_destroy(&ac->ipc);
+    if (ac->zctx)
+        zmq_ctx_term(ac->zctx);
+    ac->zctx = NULL;
+    tls_ctx_destroy(&ac->tls);
+}
+
+/* ---- setup ------------------------------------------------------------------------------------------ */
+
+agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t errlen)
+{
+    agent_t *ac = calloc(1, sizeof *ac);
+    char host[256];
+    int insecure = 0;
+    if (!ac) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ac->job = job;
+    ac->job_id_given = job->opt.job_id[0] != '\0';
+    job->node_rank = -1;
+    if (!job->multi) { /* one node: the same path, with the coordinator in this process and no network */
+        ac->hosts_coord = 1;
+        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->host_addr);
+        return ac;
+    }
+    if (creds_parse_master(job->opt.master, host, sizeof host, ac->master_ip, sizeof ac->master_ip, &ac->master_port,
+                           err, errlen) < 0)
+        goto error;
+    /* The node that owns the address hosts the coordinator; on a machine running several nodes (tests,
+     * benchmarks on loopback) the first to take the port does, the others join it. */
+    ac->hosts_coord = creds_is_local_addr(ac->master_ip) && creds_port_free(ac->master_ip, ac->master_port);
+    if (!job->opt.host[0]) {
+        if (ac->hosts_coord)
+            snprintf(job->host_addr, sizeof job->host_addr, "%s", ac->master_ip);
+        else if (creds_route_addr(ac->master_ip, ac->master_port, job->host_addr, sizeof job->host_addr) < 0) {
+            snprintf(err, errlen, "no route from this node to the coordinator %s: %s", job->opt.master, strerror(errno));
+            goto error;
+        }
+    }
+    ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, ac->hosts_coord, retry_hint, &insecure, err, errlen);
+    if (!ac->tls && !insecure)
+        goto error;
+    log_info("node %s (%s): %s the coordinator at %s:%d", job->hostname, job->host_addr,
+             ac->hosts_coord ? "hosting" : "joining", ac->master_ip, ac->master_port);
+    return ac;
+error:
+    free(ac);
+    return NULL;
+}
+
+void agent_ctl(agent_t *ac, struct sup_ctl *ctl)
+{
+    memset(ctl, 0, sizeof *ctl);
+    ctl->arg = ac;
+    ctl->setup = s_setup;
+    ctl->gen_start = s_gen_start;
+    ctl->worker_exit = s_worker_exit;
+    ctl->gen_over = s_gen_over;
+    ctl->stop_signal = s_stop_signal;
+    ctl->teardown = s_teardown;
+}
+
+void agent_destroy(agent_t **ac)
+{
+    if (!ac || !*ac)
+        return;
+    free(*ac);
+    *ac = NULL;
+}

@@ -1,0 +1,69 @@
+/* agent_priv: the agent's state, shared by agent.c (set-up, supervisor hooks, the link's callbacks) and the
+ * floor below it, agent_proto.c (what the agent says to the coordinator and how it takes the answers). agent_proto.c
+ * never calls agent.c. Not for other modules. */
+#ifndef PLAUNCH_AGENT_PRIV_H
+#define PLAUNCH_AGENT_PRIV_H
+
+#include <stdint.h>
+
+#include "agent.h"
+#include "agent_ipc.h"
+#include "coord_server.h"
+#include "link.h"
+#include "loop.h"
+#include "tls_chan.h"
+#include "wire.h"
+
+enum ac_state {
+    AC_CONNECTING, /* waiting for HELLO */
+    AC_JOINING,    /* JOIN sent, waiting for ASSIGN */
+    AC_RUNNING,    /* workers of a generation run */
+    AC_VERDICT,    /* our workers failed and are gone: waiting for the coordinator's STOP */
+    AC_WAIT_END,   /* BYE sent: waiting for the job's end */
+    AC_DONE
+};
+
+struct agent {
+    struct job *job;
+    void *zctx;                /* the ZeroMQ context of the coordinator link and the workers' endpoint */
+    agent_ipc_t *ipc;          /* the workers' ipc:// endpoint (libplaunch) */
+    sup_t *sup;
+    loop_t *loop;
+    coord_server_t *cs;
+    link_t *link;
+    tls_ctx_t *tls;
+    char endpoint[300];
+    char master_ip[256];
+    int master_port;
+    int hosts_coord;
+    int job_id_given;
+    enum ac_state st;
+    int stop_reason;           /* last STOP's reason; 0 none */
+    int last_code;             /* this node's verdict for the generation */
+    int heard;                 /* a HELLO came at least once */
+    int assigned;              /* an ASSIGN came at least once: from then on heartbeats decide, before it
+                                  --rdzv-timeout does (a coordinator forming a big world is late to answer) */
+    uint64_t last_heard_ns, started_ns;
+    uint64_t hb_seq, hb_sent_ns;
+    int hb_timer;
+    int state_timer;           /* the deadline of a state that waits on the coordinator */
+};
+
+/* agent_proto.c */
+/* The agent cannot go on (a message it cannot encode): ends this node with 125. */
+void agent_proto_fatal(agent_t *ac, const char *what, const char *why);
+/* A message to the coordinator: in process, or over the link. */
+void agent_proto_up(agent_t *ac, const wire_msg_t *m);
+/* A worker's request (libplaunch, through agent_ipc) on its way to the coordinator. */
+int agent_proto_worker_up(void *arg, const wire_msg_t *m);
+void agent_proto_set_state(agent_t *ac, enum ac_state st);
+void agent_proto_send_bye(agent_t *ac, int code);
+void agent_proto_send_join(agent_t *ac);
+/* Ends this node's part of the job with code. */
+void agent_proto_finish(agent_t *ac, int code);
+/* A message from the coordinator. */
+void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m);
+/* The heartbeat timer: sends heartbeats, decides that the coordinator is lost or the rendezvous too late. */
+int agent_proto_hb_tick(loop_t *loop, int id, void *arg);
+
+#endif

@@ -1,0 +1,163 @@
+/* coord_assign: the world of a generation: the coordinator's state, who is a member, when the world is complete
+ * (every live member back; MAX nodes, or MIN after a last call), deterministic node ranks and the ASSIGN to each. */
+#include "coord_priv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *s_state_names[] = { "rendezvous", "running", "restarting", "ending", "done" };
+
+void coord_assign_set_state(coord_server_t *cs, enum cs_state st)
+{
+    if (cs->state != st)
+        log_debug("coordinator: %s -> %s", s_state_names[cs->state], s_state_names[st]);
+    cs->state = st;
+}
+
+int coord_assign_members(coord_server_t *cs, uint32_t gen)
+{
+    int n = 0;
+    for (int i = 0; i < cs->npeers; i++)
+        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER && cs->peers[i].joined_gen == (int)gen;
+    return n;
+}
+
+int coord_assign_live(coord_server_t *cs)
+{
+    int n = 0;
+    for (int i = 0; i < cs->npeers; i++)
+        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER;
+    return n;
+}
+
+void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m)
+{
+    for (int i = 0; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
+            coord_transport_send(cs, i, m);
+}
+
+/* Orders members for rank assignment: requested ranks first, the rest by address, host name, pid. */
+static int s_cmp_peer(const void *a, const void *b, void *arg)
+{
+    const struct peer *pa = a, *pb = b;
+    int c = strcmp(pa->addr, pb->addr);
+    if (c)
+        return c;
+    c = strcmp(pa->host, pb->host);
+    return c ? c : (pa->pid > pb->pid) - (pa->pid < pb->pid);
+}
+
+static void s_assign(coord_server_t *cs)
+{
+    int n = coord_assign_members(cs, cs->generation), idx[WIRE_MAX_NODES], nidx = 0;
+    coord_transport_rendezvous_deadline(cs, 0);
+    coord_transport_last_call(cs, -1);
+    struct peer *by_rank[WIRE_MAX_NODES] = { 0 };
+    for (int i = 0; i < cs->npeers; i++) {
+        struct peer *p = &cs->peers[i];
+        if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation)
+            continue;
+        p->node_rank = -1;
+        if (p->req_rank >= 0 && p->req_rank < n && !by_rank[p->req_rank]) {
+            by_rank[p->req_rank] = p;
+            p->node_rank = p->req_rank;
+        } else {
+            idx[nidx++] = i;
+        }
+    }
+    /* insertion sort of the rest: deterministic whatever order they joined in */
+    for (int a = 1; a < nidx; a++)
+        for (int b = a; b > 0 && s_cmp_peer(&cs->peers[idx[b - 1]], &cs->peers[idx[b]], NULL) > 0; b--) {
+            int t = idx[b];
+            idx[b] = idx[b - 1];
+            idx[b - 1] = t;
+        }
+    for (int r = 0, k = 0; r < n && k < nidx; r++)
+        if (!by_rank[r]) {
+            by_rank[r] = &cs->peers[idx[k++]];
+            by_rank[r]->node_rank = r;
+        }
+    uint32_t local_sizes[WIRE_MAX_NODES], world = 0;
+    char *addrs[WIRE_MAX_NODES];
+    for (int r = 0; r < n; r++) {
+        local_sizes[r] = by_rank[r]->nproc;
+        addrs[r] = by_rank[r]->addr;
+        world += by_rank[r]->nproc;
+    }
+    uint32_t *ports = calloc(world ? world : 1, sizeof *ports);
+    if (!ports)
+        return;
+    for (int r = 0, k = 0; r < n; r++)
+        for (uint32_t l = 0; l < by_rank[r]->nproc; l++)
+            ports[k++] = by_rank[r]->ports[l];
+    cs->world = (int)world;
+    coord_set_generation(cs->coord, cs->generation, world);
+    log_info("generation %u: %d node%s, %u rank%s", cs->generation, n, n == 1 ? "" : "s", world, world == 1 ? "" : "s");
+    uint32_t first = 0;
+    for (int r = 0; r < n; r++) {
+        struct peer *p = by_rank[r];
+        Plaunch__Assign a = PLAUNCH__ASSIGN__INIT;
+        wire_msg_t m;
+        a.node_rank = (uint32_t)r;
+        a.nnodes = (uint32_t)n;
+        a.first_rank = first;
+        a.world_size = world;
+        a.n_local_world_sizes = (size_t)n;
+        a.local_world_sizes = local_sizes;
+        a.master_addr = by_rank[0]->addr;
+        a.master_port = by_rank[0]->master_port;
+        a.n_node_addrs = (size_t)n;
+        a.node_addrs = addrs;
+        a.n_endpoint_ports = world;
+        a.endpoint_ports = ports;
+        a.restart_count = cs->generation;
+        a.max_restarts = (uint32_t)cs->job->opt.max_restarts;
+        a.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
+        a.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
+        log_info("  node %d: %s (%s), ranks %u-%u%s", r, p->host, p->addr, first, first + p->nproc - 1,
+                 p->req_rank >= 0 ? "" : " (rank assigned)");
+        wire_init(&m, cs->job_id, cs->generation, WIRE_ASSIGN, &a);
+        p->byed = 0;
+        p->last_heard_ns = loop_now_ns(); /* heartbeat deadlines count from the start of the generation */
+        coord_transport_send(cs, (int)(p - cs->peers), &m);
+        first += p->nproc;
+    }
+    free(ports);
+    coord_assign_set_state(cs, CS_RUNNING);
+}
+
+/* A node that was a member comes back on a new session (its link broke): the job goes on. */
+
+/* After a JOIN or a loss: is the world of this generation complete? Every live member must be back; then the
+ * job starts at MAX nodes at once, or, elastic and at least MIN, after a last call for stragglers (first
+ * rendezvous only: after a restart the survivors go on without waiting). */
+void coord_assign_check_ready(coord_server_t *cs)
+{
+    const struct opts *o = &cs->job->opt;
+    if (cs->state != CS_RENDEZVOUS && cs->state != CS_RESTARTING)
+        return;
+    int joined = coord_assign_members(cs, cs->generation);
+    if (joined == 0 || joined < coord_assign_live(cs))
+        return;
+    if (joined >= o->nnodes || (joined >= o->nnodes_min && !cs->wait_for_more)) {
+        s_assign(cs);
+    } else if (joined >= o->nnodes_min && cs->last_call_timer <= 0) {
+        log_info("%d of %d-%d nodes here: starting in %d ms unless more join", joined, o->nnodes_min, o->nnodes,
+                 CS_LAST_CALL_MS);
+        coord_transport_last_call(cs, CS_LAST_CALL_MS);
+    }
+}
+
+void coord_assign_last_call(coord_server_t *cs)
+{
+    const struct opts *o = &cs->job->opt;
+    int joined = coord_assign_members(cs, cs->generation);
+    if ((cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) && joined >= o->nnodes_min &&
+        joined == coord_assign_live(cs))
+        s_assign(cs);
+}

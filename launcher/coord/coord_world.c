@@ -1,0 +1,145 @@
+/* coord_world: every message from an agent: JOIN and rejoin (elastic growth, requested ranks), worker exits, BYE,
+ * and the job-wide services (coord.c); the floor below coord_server.c. */
+#include "coord_priv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static void s_refuse(coord_server_t *cs, int peer, int code, const char *text)
+{
+    Plaunch__Refuse r;
+    wire_msg_t m;
+    wire_refuse_init(&m, &r, cs->job_id, cs->generation, code, text, 0, NULL, 0);
+    coord_transport_send(cs, peer, &m);
+}
+
+static int s_rejoin(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    const Plaunch__Join *j = m->join;
+    for (int i = 0; i < cs->npeers; i++) {
+        struct peer *o = &cs->peers[i];
+        if (i == peer || !o->used || o->st != PS_MEMBER || o->pid != j->pid || strcmp(o->host, j->hostname) ||
+            strcmp(o->addr, j->addr))
+            continue;
+        coord_peers_move(cs, peer, i); /* keep the membership, take the new session and its connection */
+        log_warn("node %d (%s) reconnected; generation %u goes on", o->node_rank, o->host, cs->generation);
+        return 1;
+    }
+    return 0;
+}
+
+static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    struct peer *p = &cs->peers[peer];
+    const Plaunch__Join *j = m->join;
+    const struct opts *o = &cs->job->opt;
+    char text[1024];
+    int grow = 0;
+    if (s_rejoin(cs, peer, m))
+        return;
+    if (p->st == PS_MEMBER) {
+        if (cs->state != CS_RESTARTING && cs->state != CS_RENDEZVOUS)
+            return; /* nothing to do: this member is already in the running generation */
+    } else if (cs->state == CS_ENDING || cs->state == CS_DONE) {
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN, "the job is ending");
+        return;
+    } else if (coord_assign_live(cs) >= o->nnodes || (cs->state == CS_RUNNING && o->nnodes_min == o->nnodes)) {
+        snprintf(text, sizeof text, "job %s already has its %d node%s; start a new job or raise --nnodes", cs->job_id,
+                 o->nnodes, o->nnodes == 1 ? "" : "s");
+        log_warn("refused %s (%s): %s", j->hostname, p->from, text);
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__FULL, text);
+        return;
+    } else if (cs->state == CS_RUNNING) {
+        grow = 1; /* elastic and below MAX: the newcomer joins the next generation */
+    }
+    if (j->requested_node_rank >= o->nnodes) {
+        snprintf(text, sizeof text, "--node-rank %d is outside 0..%d", j->requested_node_rank, o->nnodes - 1);
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, text);
+        return;
+    }
+    for (int i = 0; i < cs->npeers && j->requested_node_rank >= 0; i++) {
+        struct peer *q = &cs->peers[i];
+        if (i != peer && q->used && q->st == PS_MEMBER && q->req_rank == j->requested_node_rank) {
+            snprintf(text, sizeof text, "node rank %d is already taken by %s (%s)", j->requested_node_rank, q->host,
+                     q->addr);
+            log_warn("refused %s (%s): %s", j->hostname, p->from, text);
+            s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__RANK_TAKEN, text);
+            return;
+        }
+    }
+    uint32_t *ports = malloc(j->n_worker_ports * sizeof *ports);
+    if (!ports)
+        return;
+    memcpy(ports, j->worker_ports, j->n_worker_ports * sizeof *ports);
+    free(p->ports);
+    p->ports = ports;
+    snprintf(p->host, sizeof p->host, "%s", j->hostname);
+    snprintf(p->addr, sizeof p->addr, "%s", j->addr);
+    p->pid = j->pid;
+    p->nproc = j->nproc;
+    p->master_port = j->master_port;
+    p->req_rank = j->requested_node_rank;
+    p->st = PS_MEMBER;
+    p->joined_gen = (int)cs->generation + grow;
+    p->byed = 0;
+    log_info("node %s (%s, %u worker%s) joined for generation %d: %d of %d", p->host, p->addr, p->nproc,
+             p->nproc == 1 ? "" : "s", p->joined_gen, coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes);
+    if (grow) {
+        snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, coord_assign_live(cs));
+        coord_end_restart(cs, text);
+        return;
+    }
+    coord_assign_check_ready(cs);
+}
+
+void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    struct peer *p = &cs->peers[peer];
+    char err[512];
+    if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, cs->job_id, err, sizeof err) < 0) {
+        log_warn("refused %s (%s): %s", p->host[0] ? p->host : "an agent", p->from, err);
+        s_refuse(cs, peer, m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
+                                                                        : PLAUNCH__REFUSE__CODE__BAD_JOB, err);
+        coord_peers_drop(cs, peer, NULL);
+        return;
+    }
+    if (m->body_case != WIRE_JOIN && m->body_case != WIRE_HEARTBEAT && p->st != PS_MEMBER) {
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, "JOIN first");
+        return;
+    }
+    switch (m->body_case) {
+    case WIRE_JOIN:
+        s_on_join(cs, peer, m);
+        break;
+    case WIRE_HEARTBEAT:
+        break;
+    case WIRE_WORKER_EXIT:
+        coord_end_worker_exit(cs, peer, m);
+        break;
+    case WIRE_BYE:
+        p->byed = 1;
+        p->bye_status = (int)m->bye->exit_status;
+        log_info("node %d (%s): workers done, status %d", p->node_rank, p->host, p->bye_status);
+        if (p->bye_status != 0 && !cs->status_set) {
+            cs->job_status = p->bye_status;
+            cs->status_set = 1;
+        }
+        coord_end_maybe_finish(cs);
+        break;
+    case WIRE_NCCL_ID_PUT:
+    case WIRE_NCCL_ID_GET:
+    case WIRE_BARRIER:
+        coord_on_msg(cs->coord, peer, m);
+        break;
+    case WIRE_REFUSE:
+        log_warn("node %s refused: %s", p->host, m->refuse->text);
+        break;
+    default:
+        log_warn("unexpected %s from %s", wire_type_name(m->body_case), p->host);
+    }
+}
+
