@@ -1,5 +1,7 @@
-/* util: whole writes to a descriptor, and a lookup in an envp array. */
+/* util: whole writes to a descriptor, a lookup in an envp array, and wait status to exit code. */
 #include "util.h"
+
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <string.h>
@@ -28,4 +30,13 @@ const char *util_env_get(char **envp, const char *name)
         if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
             return *e + len + 1;
     return NULL;
+}
+
+int util_exit_code(int wait_status)
+{
+    if (WIFEXITED(wait_status))
+        return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return 125;
 }

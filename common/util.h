@@ -1,5 +1,6 @@
-/* util: two small helpers every module needs the same way: whole writes to a descriptor, and a lookup in an
- * envp array (the launcher reads the environment it was given, not the global one, so tests can pass their own). */
+/* util: small helpers every module needs the same way: whole writes to a descriptor, a lookup in an envp array
+ * (the launcher reads the environment it was given, not the global one, so tests can pass their own), and the one
+ * rule that turns a wait status into an exit code. */
 #ifndef PLAUNCH_UTIL_H
 #define PLAUNCH_UTIL_H
 
@@ -9,5 +10,7 @@
 int util_write_all(int fd, const void *buf, size_t len);
 /* The value of NAME in envp ("NAME=value"), or NULL. */
 const char *util_env_get(char **envp, const char *name);
+/* The exit code a shell would report for a wait status: the code, 128+N when killed by signal N, 125 otherwise. */
+int util_exit_code(int wait_status);
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Launch overhead: 8 x /bin/true under plaunch, mpirun and torchrun, interleaved; median/min/p90 wall ms and peak RSS.
 # Usage: scripts/bench-launch.sh [RUNS]   (RUNS per launcher, default 20; see docs/benchmarks.md)
-#   BENCH_SHARED=FILE adds a plaunch built with `make STATIC=0` (shared OpenSSL/jansson/protobuf-c/inih) to the runs.
+#   BENCH_OTHER=FILE adds a second plaunch to the same rounds (a `make STATIC=0` build, or an older build).
 set -euo pipefail
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
@@ -9,7 +9,7 @@ set -euo pipefail
 RUNS=${1:-20}
 NPROC=8
 LAUNCHERS=(plaunch mpirun torchrun floor)   # floor: xargs starting the same workers, no launcher logic; a reference
-[ -z "${BENCH_SHARED:-}" ] || LAUNCHERS+=(shared)
+[ -z "${BENCH_OTHER:-}" ] || LAUNCHERS+=(other)
 
 # launcher_cmd NAME: the command line NAME uses to start $NPROC x /bin/true (into the CMD array).
 launcher_cmd() {
@@ -17,8 +17,8 @@ launcher_cmd() {
     floor)
         seq "$NPROC" >"$BENCH_TMP/ranks"
         CMD=(xargs -P "$NPROC" -n 1 -a "$BENCH_TMP/ranks" /bin/true) ;;
-    shared)
-        CMD=("$BENCH_TMP/plaunch-shared" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
+    other)
+        CMD=("$BENCH_TMP/plaunch-other" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
     plaunch)
         CMD=("$PLAUNCH" --nproc-per-node "$NPROC" --tee none --quiet --log-dir "$BENCH_TMP/plaunch-logs" /bin/true) ;;
     mpirun)
@@ -76,8 +76,8 @@ report() {
         printf 'plaunch/%-9s wall %7sx   peak RSS %7sx\n' "$name" \
             "$(bench_div "${MED[plaunch]}" "${MED[$name]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[$name]}")"
     done
-    [ -z "${MED[shared]:-}" ] || printf 'plaunch/shared    wall %7sx   peak RSS %7sx   (static vs STATIC=0 build)\n' \
-        "$(bench_div "${MED[plaunch]}" "${MED[shared]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[shared]}")"
+    [ -z "${MED[other]:-}" ] || printf 'plaunch/other     wall %7sx   peak RSS %7sx   (other: %s)\n' \
+        "$(bench_div "${MED[plaunch]}" "${MED[other]}")" "$(bench_div "${RSS[plaunch]}" "${RSS[other]}")" "$BENCH_OTHER"
     printf 'plaunch above the xargs floor: %.1f ms\n' "$(awk -v a="${MED[plaunch]}" -v b="${MED[floor]}" 'BEGIN { print a - b }')"
     echo
     local ratio
@@ -90,7 +90,7 @@ report() {
 main() {
     bench_positive_int RUNS "$RUNS"
     bench_setup
-    [ -z "${BENCH_SHARED:-}" ] || cp "$BENCH_SHARED" "$BENCH_TMP/plaunch-shared"
+    [ -z "${BENCH_OTHER:-}" ] || cp "$BENCH_OTHER" "$BENCH_TMP/plaunch-other"
     run_all
     report
 }

@@ -122,7 +122,7 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     size_t n = 0;
     output_tail(w, 20, tail, sizeof tail);
     for (char *line = strtok(tail, "\n"); line && n < 20; line = strtok(NULL, "\n"))
-        lines[n++] = line[0] == ' ' && strlen(line) > 6 ? line + 6 : line; /* drop the "    | " indent */
+        lines[n++] = line;
     for (size_t i = 0; i < n; i++)
         if (strlen(lines[i]) > WIRE_MAX_TEXT)
             lines[i][WIRE_MAX_TEXT] = '\0';

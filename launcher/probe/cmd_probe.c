@@ -1,6 +1,7 @@
 /* cmd_probe: `plaunch probe`, the AllReduce bandwidth sweep and scaling-efficiency report (docs/probe.md). */
 #include "cmd_probe.h"
 
+#include "util.h"
 #include "probe_analysis.h"
 #include "probe_html.h"
 #include "probe_report.h"
@@ -243,7 +244,7 @@ static int s_run_launcher(const struct s_opts *o, char *const wargv[], struct pr
             probe_err_set(err, "waiting for the launcher (pid %ld): %s", (long)pid, strerror(errno));
             return -1;
         }
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    return util_exit_code(status);
 }
 
 /* Measures through the launcher, then reports what rank 0 wrote. */

@@ -1,6 +1,8 @@
 /* probe_run: the live side of `plaunch probe`: is there a GPU, where is the worker, how it is started. */
 #include "probe_run.h"
 
+#include "util.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -178,5 +180,5 @@ int probe_run_local(char *const argv[], const char *gpu, struct probe_err *err)
             probe_err_set(err, "waiting for the probe worker (pid %ld): %s", (long)pid, strerror(errno));
             return -1;
         }
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    return util_exit_code(status);
 }

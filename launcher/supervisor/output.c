@@ -283,7 +283,8 @@ void output_finish(struct worker *w)
     w->out_fd = -1;
 }
 
-/* Copies raw log bytes into buf as indented, printable lines, the last nlines of them. */
+/* Copies raw log bytes into buf as printable lines, the last nlines of them (unindented: the summary that quotes
+ * them formats them, once). */
 static size_t s_quote(const char *raw, ssize_t n, int nlines, char *buf, size_t cap)
 {
     /* Walk back over nlines newlines (ignoring a final one) to find where the tail begins. */
@@ -295,18 +296,10 @@ static size_t s_quote(const char *raw, ssize_t n, int nlines, char *buf, size_t 
         if (raw[i] == '\n' && ++seen == nlines)
             break;
     size_t o = 0;
-    int at_line_start = 1;
     for (ssize_t k = i + 1; k < n && o + 8 < cap; k++) {
         unsigned char c = (unsigned char)raw[k];
-        if (at_line_start) {
-            o += (size_t)snprintf(buf + o, cap - o, "    | ");
-            at_line_start = 0;
-        }
-        if (o + 8 >= cap)
-            break;
         if (c == '\n') {
             buf[o++] = '\n';
-            at_line_start = 1;
         } else if (c == '\t' || (c >= 0x20 && c != 0x7f)) {
             buf[o++] = (char)c;
         } else {
@@ -327,13 +320,13 @@ char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap)
     size_t o = 0;
     /* Lines from before a loss are not the last lines: say what is missing instead of quoting them. */
     if (w->log_gap > 0) {
-        int n = snprintf(buf, cap, "    | [plaunch: no tail: the last %llu bytes rank %d wrote were lost (%s)]\n",
+        int n = snprintf(buf, cap, "[plaunch: no tail: the last %llu bytes rank %d wrote were lost (%s)]\n",
                          (unsigned long long)w->log_gap, w->rank, strerror(w->log_errno));
         (void)n; /* cut to cap by snprintf: still a line that says it */
         return buf;
     }
     if (w->gen_lost > 0) {
-        int n = snprintf(buf, cap, "    | [plaunch: incomplete: %llu bytes of this generation's output were lost "
+        int n = snprintf(buf, cap, "[plaunch: incomplete: %llu bytes of this generation's output were lost "
                          "before the lines below (%s)]\n", (unsigned long long)w->gen_lost, strerror(w->log_errno));
         o = n < (int)cap ? (size_t)n : 0;
         buf[o] = '\0';

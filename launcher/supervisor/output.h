@@ -17,7 +17,8 @@ void output_marker(const struct job *job, struct worker *w);
 int output_pump(struct worker *w, size_t max_bytes);
 /* Reads what is left without blocking, flushes a partial console line, closes the pipe. */
 void output_finish(struct worker *w);
-/* Copies the last nlines lines of this generation's log into buf (printable, indented); returns buf. After a loss it
+/* Copies the last nlines lines of this generation's log into buf (printable, one per
+ * line, not indented); returns buf. After a loss it
  * never quotes lines from before it: a "[plaunch: ...]" line says that the tail is missing or incomplete. */
 char *output_tail(const struct worker *w, int nlines, char *buf, size_t cap);
 /* The job's exit status given the workers' code: when a log lost bytes it says so (per rank) and turns 0 into 125. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 #include "net.h"
 #include "output.h"
 #include "sentinel.h"
@@ -133,15 +134,6 @@ static void s_cancel_grace(struct sup *s)
     if (s->grace_timer > 0)
         loop_timer_cancel(s->loop, s->grace_timer);
     s->grace_timer = 0;
-}
-
-static int s_status_code(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return 125;
 }
 
 /* A generation that could not be started: kill what did start, reap it here, end with 125. */
@@ -269,7 +261,7 @@ static void a_end_generation(struct sup *s)
     for (int i = 0; i < job->nworkers; i++)
         s_close_output(s, &job->workers[i]);
     int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
-               : s->first_status >= 0   ? s_status_code(s->first_status) : 0;
+               : s->first_status >= 0   ? util_exit_code(s->first_status) : 0;
     s->state = ST_IDLE;
     s->reason = STOP_NONE;
     s->ctl->gen_over(s->ctl->arg, job, code);
