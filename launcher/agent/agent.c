@@ -3,6 +3,7 @@
  * keeps heartbeats both ways so that losing the coordinator stops the workers. */
 #include "agent_priv.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "log.h"
 #include "net.h"
 #include "output.h"
+#include "resolve.h"
 
 static void s_link_msg(void *arg, const wire_msg_t *m)
 {
@@ -44,29 +46,13 @@ static void s_local_msg(void *arg, const wire_msg_t *m)
     agent_proto_on_msg(arg, m);
 }
 
-/* ---- supervisor hooks ----------------------------------------------------------------------------- */
+/* ---- reaching the coordinator ---------------------------------------------------------------------- */
 
-static int s_setup(void *arg, sup_t *s, loop_t *loop)
+/* The coordinator in this process (bound to its address), or the link to it. 0, or -1 after a message. */
+static int s_connect(agent_t *ac)
 {
-    agent_t *ac = arg;
     char err[1024];
-    ac->sup = s;
-    ac->loop = loop;
-    ac->started_ns = loop_now_ns();
-    agent_proto_set_state(ac, AC_CONNECTING);
-    console_attach(loop); /* a stalled console reader costs lines, never the loop */
-    ac->zctx = zmq_ctx_new();
-    if (!ac->zctx) {
-        log_error("ZeroMQ context: %s", zmq_strerror(errno));
-        return -1;
-    }
-    zmq_ctx_set(ac->zctx, ZMQ_BLOCKY, 0);
-    ac->ipc = agent_ipc_new(ac->zctx, loop, ac->job->agent_endpoint, ac->job->job_id, agent_proto_worker_up, ac, err,
-                            sizeof err);
-    if (!ac->ipc) {
-        log_error("%s", err);
-        return -1;
-    }
+    loop_t *loop = ac->loop;
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
     if (ac->hosts_coord) {
         ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
@@ -99,9 +85,127 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
             return -1;
         }
     }
+    return 0;
+}
+
+/* The coordinator's address is known (a number, or a name that resolved): whether this node hosts it, the
+ * address it advertises, its TLS credentials. 0, or -1 with a message (the caller exits 2). */
+static int s_resolved(agent_t *ac, char *err, size_t errlen)
+{
+    struct job *job = ac->job;
+    int insecure = 0;
+    /* The node that owns the address hosts the coordinator; on a machine running several nodes (tests,
+     * benchmarks on loopback) the first to take the port does, the others join it. */
+    ac->hosts_coord = creds_is_local_addr(ac->master_ip) && creds_port_free(ac->master_ip, ac->master_port);
+    if (!job->opt.host[0]) {
+        if (ac->hosts_coord)
+            snprintf(job->host_addr, sizeof job->host_addr, "%s", ac->master_ip);
+        else if (net_route_addr(ac->master_ip, job->host_addr, sizeof job->host_addr) < 0) {
+            snprintf(err, errlen, "no route from this node to the coordinator %s (%s): %s", job->opt.master,
+                     ac->master_ip, strerror(errno));
+            return -1;
+        }
+    }
+    ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, ac->hosts_coord, ac->retry_hint, &insecure, err,
+                        errlen);
+    if (!ac->tls && !insecure)
+        return -1;
+    log_info("node %s (%s): %s the coordinator at %s:%d", job->hostname, job->host_addr,
+             ac->hosts_coord ? "hosting" : "joining", ac->master_ip, ac->master_port);
+    return 0;
+}
+
+/* The coordinator's name is looked up off the loop: pods start minutes apart and their DNS names appear late, so
+ * a name that does not resolve yet is asked again every second until --rdzv-timeout, with a line every 5 s. */
+#define RESOLVE_RETRY_MS 1000
+#define RESOLVE_SAY_NS 5000000000ull
+
+static int s_resolve_retry(loop_t *loop, int id, void *arg);
+
+static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    agent_t *ac = arg;
+    const struct opts *o = &ac->job->opt;
+    char err[1024], why[256];
+    loop_remove_fd(loop, fd);
+    int rc = resolve_result(ac->resolve, ac->master_ip, sizeof ac->master_ip, why, sizeof why);
+    resolve_destroy(&ac->resolve);
+    uint64_t now = loop_now_ns(), waited = now - ac->started_ns;
+    if (rc == 0) {
+        ac->resolving = 0;
+        if (waited > RESOLVE_SAY_NS)
+            log_info("the coordinator's name '%s' resolved to %s after %.1f s", ac->master_host, ac->master_ip,
+                     (double)waited / 1e9);
+        if (s_resolved(ac, err, sizeof err) < 0) {
+            log_error("%s", err);
+            agent_proto_finish(ac, 2);
+        } else if (s_connect(ac) < 0) {
+            agent_proto_finish(ac, 125);
+        }
+        return 0;
+    }
+    if (waited >= (uint64_t)(o->rdzv_timeout * 1e9)) {
+        log_error("the coordinator's name '%s' (--master %s) did not resolve within --rdzv-timeout %g s: %s; check "
+                  "the name (for Kubernetes: the headless Service and the pod's subdomain)", ac->master_host, o->master,
+                  o->rdzv_timeout, why);
+        agent_proto_finish(ac, 125);
+        return 0;
+    }
+    if (now - ac->said_ns >= RESOLVE_SAY_NS) {
+        ac->said_ns = now;
+        log_warn("waiting for the coordinator's name '%s' to resolve (%s); %.0f s of --rdzv-timeout %g s",
+                 ac->master_host, why, (double)waited / 1e9, o->rdzv_timeout);
+    }
+    ac->state_timer_resolve = loop_timer_after_ms(loop, RESOLVE_RETRY_MS, s_resolve_retry, ac);
+    return 0;
+}
+
+static int s_resolve_retry(loop_t *loop, int id, void *arg)
+{
+    agent_t *ac = arg;
+    ac->state_timer_resolve = 0;
+    ac->resolve = resolve_start(ac->master_host);
+    if (!ac->resolve || loop_add_fd(loop, resolve_fd(ac->resolve), ZMQ_POLLIN, s_resolve_done, ac) < 0) {
+        log_error("cannot look up the coordinator's name '%s': %s", ac->master_host, strerror(errno));
+        resolve_destroy(&ac->resolve);
+        agent_proto_finish(ac, 125);
+    }
+    return 0;
+}
+
+static int s_resolve_begin(agent_t *ac)
+{
+    ac->said_ns = loop_now_ns(); /* the first line after 5 s: a name that resolves at once says nothing */
+    s_resolve_retry(ac->loop, 0, ac);
+    return ac->st == AC_DONE ? -1 : 0;
+}
+
+/* ---- supervisor hooks ----------------------------------------------------------------------------- */
+
+static int s_setup(void *arg, sup_t *s, loop_t *loop)
+{
+    agent_t *ac = arg;
+    char err[1024];
+    ac->sup = s;
+    ac->loop = loop;
+    ac->started_ns = loop_now_ns();
+    agent_proto_set_state(ac, AC_CONNECTING);
+    console_attach(loop); /* a stalled console reader costs lines, never the loop */
+    ac->zctx = zmq_ctx_new();
+    if (!ac->zctx) {
+        log_error("ZeroMQ context: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_ctx_set(ac->zctx, ZMQ_BLOCKY, 0);
+    ac->ipc = agent_ipc_new(ac->zctx, loop, ac->job->agent_endpoint, ac->job->job_id, agent_proto_worker_up, ac, err,
+                            sizeof err);
+    if (!ac->ipc) {
+        log_error("%s", err);
+        return -1;
+    }
     if (ac->job->multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
-    return 0;
+    return ac->resolving ? s_resolve_begin(ac) : s_connect(ac);
 }
 
 static void s_gen_start(void *arg, const struct job *job)
@@ -179,6 +283,11 @@ static void s_teardown(void *arg)
         loop_timer_cancel(ac->loop, ac->hb_timer);
     if (ac->state_timer > 0)
         loop_timer_cancel(ac->loop, ac->state_timer);
+    if (ac->state_timer_resolve > 0)
+        loop_timer_cancel(ac->loop, ac->state_timer_resolve);
+    if (ac->resolve)
+        loop_remove_fd(ac->loop, resolve_fd(ac->resolve));
+    resolve_destroy(&ac->resolve);
     console_detach();
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
@@ -194,13 +303,12 @@ static void s_teardown(void *arg)
 agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t errlen)
 {
     agent_t *ac = calloc(1, sizeof *ac);
-    char host[256];
-    int insecure = 0;
     if (!ac) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     ac->job = job;
+    snprintf(ac->retry_hint, sizeof ac->retry_hint, "%s", retry_hint);
     ac->job_id_given = job->opt.job_id[0] != '\0';
     job->node_rank = -1;
     if (!job->multi) { /* one node: the same path, with the coordinator in this process and no network */
@@ -208,25 +316,32 @@ agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t er
         snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->host_addr);
         return ac;
     }
-    if (creds_parse_master(job->opt.master, host, sizeof host, ac->master_ip, sizeof ac->master_ip, &ac->master_port,
-                           err, errlen) < 0)
+    if (creds_split_master(job->opt.master, ac->master_host, sizeof ac->master_host, &ac->master_port, err,
+                           errlen) < 0)
         goto error;
-    /* The node that owns the address hosts the coordinator; on a machine running several nodes (tests,
-     * benchmarks on loopback) the first to take the port does, the others join it. */
-    ac->hosts_coord = creds_is_local_addr(ac->master_ip) && creds_port_free(ac->master_ip, ac->master_port);
-    if (!job->opt.host[0]) {
-        if (ac->hosts_coord)
-            snprintf(job->host_addr, sizeof job->host_addr, "%s", ac->master_ip);
-        else if (creds_route_addr(ac->master_ip, ac->master_port, job->host_addr, sizeof job->host_addr) < 0) {
-            snprintf(err, errlen, "no route from this node to the coordinator %s: %s", job->opt.master, strerror(errno));
+    /* Under a scheduler no node can make a token for the others: every node needs credentials up front. */
+    if (job->opt.sched_kind && creds_check_given(&job->opt, err, errlen) < 0)
+        goto error;
+    struct in_addr numeric;
+    if (job->opt.sched_node0) {
+        /* The scheduler's first node hosts the coordinator on every interface, without waiting for its own name. */
+        int insecure = 0;
+        ac->hosts_coord = 1;
+        snprintf(ac->master_ip, sizeof ac->master_ip, "0.0.0.0");
+        if (!job->opt.host[0])
+            net_primary_addr(job->host_addr, sizeof job->host_addr);
+        ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, 1, retry_hint, &insecure, err, errlen);
+        if (!ac->tls && !insecure)
             goto error;
-        }
+        log_info("node %s (%s): hosting the coordinator on port %d (%s's first node)", job->hostname,
+                 job->host_addr, ac->master_port, job->opt.sched_what);
+    } else if (inet_pton(AF_INET, ac->master_host, &numeric) == 1) {
+        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ac->master_host);
+        if (s_resolved(ac, err, errlen) < 0)
+            goto error;
+    } else {
+        ac->resolving = 1; /* looked up by the loop (s_setup) */
     }
-    ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, ac->hosts_coord, retry_hint, &insecure, err, errlen);
-    if (!ac->tls && !insecure)
-        goto error;
-    log_info("node %s (%s): %s the coordinator at %s:%d", job->hostname, job->host_addr,
-             ac->hosts_coord ? "hosting" : "joining", ac->master_ip, ac->master_port);
     return ac;
 error:
     free(ac);

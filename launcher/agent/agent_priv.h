@@ -11,6 +11,7 @@
 #include "coord_server.h"
 #include "link.h"
 #include "loop.h"
+#include "resolve.h"
 #include "tls_chan.h"
 #include "wire.h"
 
@@ -33,7 +34,13 @@ struct agent {
     link_t *link;
     tls_ctx_t *tls;
     char endpoint[300];
-    char master_ip[256];
+    char master_host[256];     /* --master's HOST, a name or a number */
+    char master_ip[256];       /* its IPv4 address once known; 0.0.0.0 where the scheduler's first node binds */
+    int resolving;             /* master_host is a name that has not resolved yet */
+    resolve_t *resolve;        /* the lookup in flight */
+    int state_timer_resolve;   /* the next lookup */
+    uint64_t said_ns;          /* the last "waiting for ..." line */
+    char retry_hint[4096];     /* the command line for the other nodes (creds_tls) */
     int master_port;
     int hosts_coord;
     int job_id_given;

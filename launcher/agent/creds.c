@@ -3,8 +3,8 @@
 #include "creds.h"
 
 #include <arpa/inet.h>
+#include <limits.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sched_detect.h"
 
-int creds_parse_master(const char *master, char *host, size_t hostcap, char *ip, size_t ipcap, int *port, char *err,
-                       size_t errlen)
+int creds_split_master(const char *master, char *host, size_t hostcap, int *port, char *err, size_t errlen)
 {
     const char *colon = strrchr(master, ':');
     size_t hlen = (size_t)(colon - master);
@@ -25,14 +25,6 @@ int creds_parse_master(const char *master, char *host, size_t hostcap, char *ip,
     }
     snprintf(host, hostcap, "%.*s", (int)hlen, master);
     *port = atoi(colon + 1);
-    struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "--master '%s': cannot resolve '%s': %s", master, host, gai_strerror(rc));
-        return -1;
-    }
-    inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, ip, (socklen_t)ipcap);
-    freeaddrinfo(res);
     return 0;
 }
 
@@ -63,30 +55,40 @@ int creds_port_free(const char *ip, int port)
     return ok;
 }
 
-int creds_route_addr(const char *ip, int port, char *out, size_t cap)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    socklen_t len = sizeof sa;
-    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
-        return -1;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    /* A UDP connect sends nothing: it only asks the kernel which source address it would use. */
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &len) == 0
-                 ? 0 : -1;
-    close(fd);
-    if (rc == 0)
-        inet_ntop(AF_INET, &sa.sin_addr, out, (socklen_t)cap);
-    return rc;
-}
-
 static int s_exists(const char *dir, const char *name)
 {
     char path[PATH_MAX + 300];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
+}
+
+/* The job CA's directory: --tls-dir, else ~/.plaunch/tls. */
+static void s_tls_dir(const struct opts *o, char *dir, size_t cap)
+{
+    const char *home = getenv("HOME");
+    if (o->tls_dir[0])
+        snprintf(dir, cap, "%s", o->tls_dir);
+    else
+        snprintf(dir, cap, "%s/.plaunch/tls", home && *home ? home : "/root");
+}
+
+int creds_check_given(const struct opts *o, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    s_tls_dir(o, dir, sizeof dir);
+    if (o->insecure || o->token[0] || o->token_file[0] || s_exists(dir, "ca.crt"))
+        return 0;
+    if (o->sched_kind == SCHED_K8S)
+        snprintf(err, errlen, "no credentials for the control plane of this Kubernetes job (%s): give every pod the "
+                 "same token, as PLAUNCH_TOKEN from a Secret (env valueFrom secretKeyRef) or --token-file on a "
+                 "mounted Secret (defaultMode 0400); see docs/kubernetes.md", o->sched_what);
+    else
+        snprintf(err, errlen, "no credentials for the control plane of this Slurm step (%s): every node needs the "
+                 "same token or job CA. Put 'export PLAUNCH_TOKEN=$(plaunch token)' in the batch script before srun "
+                 "(the step passes it to every node), or give --tls-dir DIR on a shared file system (plaunch certs "
+                 "init DIR; plaunch certs issue DIR NODE...); see docs/slurm.md", o->sched_what);
+    return -1;
 }
 
 tls_ctx_t *creds_tls(const struct opts *o, const char *node_addr, const char *hostname, int is_server,
@@ -108,12 +110,7 @@ tls_ctx_t *creds_tls(const struct opts *o, const char *node_addr, const char *ho
     if (o->token_file[0])
         return tls_token_read_file(o->token_file, key, sizeof key, &keylen, err, errlen) < 0
                    ? NULL : tls_ctx_new_psk(is_server, key, keylen, err, errlen);
-    if (o->tls_dir[0]) {
-        snprintf(dir, sizeof dir, "%s", o->tls_dir);
-    } else {
-        const char *home = getenv("HOME");
-        snprintf(dir, sizeof dir, "%s/.plaunch/tls", home && *home ? home : "/root");
-    }
+    s_tls_dir(o, dir, sizeof dir);
     if (s_exists(dir, "ca.crt")) {
         char crt[300];
         snprintf(crt, sizeof crt, "%s.crt", node_addr);

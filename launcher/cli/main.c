@@ -54,6 +54,12 @@ static int s_run(int argc, char **argv)
     int rc = opts_load(&o, argc, argv, environ, err, sizeof err);
     if (rc != 0)
         return rc > 0 ? 0 : s_usage_error(err);
+    if (o.print_config) {
+        opts_print_config(&o, stdout);
+        return 0;
+    }
+    if (o.sched_note[0] && !o.quiet)
+        fprintf(stderr, "plaunch: note: %s\n", o.sched_note);
     /* A coordinator holds one connection per node: take every descriptor the hard limit allows. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

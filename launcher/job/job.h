@@ -49,6 +49,7 @@ struct job {
     int multi;                 /* multi-node: ranks and ports come from the coordinator */
     char job_id[65];
     char log_dir[PATH_MAX];    /* absolute */
+    char log_name[300];        /* this node's launcher log in log_dir: plaunch.log, plaunch.NODE.log (multi-node) */
     char run_dir[PATH_MAX];    /* 0700 directory for sockets; removed at exit */
     int gpu_mode;
     int nworkers;              /* on this node */

@@ -57,7 +57,11 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
 {
     static char parent[GPUS_MAX][64];
     int ids[GPUS_MAX], all = 0, nparent = -1;
-    const char *cvd = util_env_get(envp, "CUDA_VISIBLE_DEVICES");
+    const char *cvd = util_env_get(envp, "CUDA_VISIBLE_DEVICES"), *scope = "CUDA_VISIBLE_DEVICES";
+    if (!cvd && o->gpu_scope[0]) { /* a scheduler's list of the step's GPUs stands in for CUDA_VISIBLE_DEVICES */
+        cvd = o->gpu_scope;
+        scope = o->origin_gpu_scope;
+    }
     char why[512];
     const char *spec = o->gpus[0] ? o->gpus : "all";
     const char *origin = o->gpus[0] ? o->origin_gpus : "the default (every GPU of this node)";
@@ -93,9 +97,9 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
     int limit = nparent >= 0 ? nparent : s_driver_gpu_count();
     for (int i = 0; i < n; i++) {
         if (limit >= 0 && ids[i] >= limit) {
-            snprintf(err, errlen, "%s '%s': GPU %d does not exist; %s has %d GPU%s (0..%d)%s", origin, spec,
-                     ids[i], job->hostname, limit, limit == 1 ? "" : "s", limit - 1,
-                     nparent >= 0 ? " in CUDA_VISIBLE_DEVICES" : "");
+            snprintf(err, errlen, "%s '%s': GPU %d does not exist; %s has %d GPU%s (0..%d)%s%s", origin, spec,
+                     ids[i], job->hostname, limit, limit == 1 ? "" : "s", limit - 1, nparent >= 0 ? " in " : "",
+                     nparent >= 0 ? scope : "");
             return -1;
         }
         if (nparent >= 0)
@@ -183,6 +187,21 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
     return n < 0 ? -1 : 0;
 }
 
+/* The name of this node's launcher log: plaunch.log on one node; plaunch.NODE.log on a multi-node job, whose nodes
+ * often share one file system and --log-dir (NODE: the scheduler's node name, else the host name). */
+static void s_log_name(struct job *job, const struct opts *o)
+{
+    char node[256];
+    snprintf(node, sizeof node, "%s", o->node_name[0] ? o->node_name : job->hostname);
+    for (char *c = node; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._-", *c)))
+            *c = '_';
+    if (job->multi)
+        snprintf(job->log_name, sizeof job->log_name, "plaunch.%s.log", node);
+    else
+        snprintf(job->log_name, sizeof job->log_name, "plaunch.log");
+}
+
 /* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. A
  * refused workerlog leaves every workerlog as it was (plaunch.log is this run's, as always). */
 static int s_open_logs(struct job *job, char *err, size_t errlen)
@@ -191,7 +210,7 @@ static int s_open_logs(struct job *job, char *err, size_t errlen)
     if (dfd < 0)
         return -1;
     close(dfd);
-    if (log_open(job->log_dir, "plaunch.log", err, errlen) < 0)
+    if (log_open(job->log_dir, job->log_name, err, errlen) < 0)
         return -1;
     return job->multi ? 0 : output_open_logs(job, err, errlen);
 }
@@ -254,6 +273,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     snprintf(job->host_addr, sizeof job->host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
     snprintf(job->master_addr, sizeof job->master_addr, "%s", job->host_addr);
     job->multi = o->nnodes > 1 || o->master[0];
+    s_log_name(job, o);
     if (o->job_id[0])
         snprintf(job->job_id, sizeof job->job_id, "%s", o->job_id);
     else

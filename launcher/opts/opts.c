@@ -1,284 +1,24 @@
-/* opts: the launcher's options, one table read from the command line, PLAUNCH_* variables and the
- * config file, with precedence CLI > environment > config file > defaults. */
+/* opts: the launcher's options, one table read from the command line, PLAUNCH_* variables, the config file and
+ * a scheduler's environment, with precedence CLI > environment > config file > scheduler > defaults. */
 #include "opts.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpus.h"
-#include "idlist.h"
+#include "sched_detect.h"
 #include "util.h"
 
 #include "opts_priv.h"
 
-
-static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (strlen(val) >= cap) {
-        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
-        return -1;
-    }
-    memcpy(dst, val, strlen(val) + 1);
-    return 0;
-}
-
-/* The parsers with ranges live in opts_check.c, next to the bounds they come from. */
-#define s_int opts_parse_int
-
-static int s_set_gpus(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    int ids[GPUS_MAX], all;
-    char why[512];
-    if (gpus_parse(val, ids, GPUS_MAX, &all, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s '%s': %s", origin, val, why);
-        return -1;
-    }
-    snprintf(o->origin_gpus, sizeof o->origin_gpus, "%s", origin);
-    return s_copy(o->gpus, sizeof o->gpus, val, origin, err, errlen);
-}
-
-static int s_set_nproc(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 1, OPTS_MAX_WORKERS, &v, origin, "the number of workers", err, errlen) < 0)
-        return -1;
-    o->nproc = (int)v;
-    snprintf(o->origin_nproc, sizeof o->origin_nproc, "%s", origin);
-    return 0;
-}
-
-static int s_set_log_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (!*val) {
-        snprintf(err, errlen, "%s: empty log directory; give a path such as 'log'", origin);
-        return -1;
-    }
-    return s_copy(o->log_dir, sizeof o->log_dir, val, origin, err, errlen);
-}
-
-static int s_set_job_id(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    size_t len = strlen(val);
-    int ok = len >= 1 && len <= OPTS_MAX_JOB_ID;
-    for (size_t i = 0; ok && i < len; i++)
-        ok = isalnum((unsigned char)val[i]) || val[i] == '-' || val[i] == '_' || val[i] == '.';
-    if (!ok) {
-        snprintf(err, errlen, "%s '%s': expected a job id of 1 to %d letters, digits, '.', '-' or '_'",
-                 origin, val, OPTS_MAX_JOB_ID);
-        return -1;
-    }
-    return s_copy(o->job_id, sizeof o->job_id, val, origin, err, errlen);
-}
-
-static int s_set_tee(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    int ids[OPTS_MAX_WORKERS];
-    char why[512];
-    if (strcmp(val, "all") != 0 && strcmp(val, "none") != 0 &&
-        idlist_parse(val, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s '%s': %s; expected 'all', 'none' or ranks like 0,3 or 0-3", origin, val,
-                 why);
-        return -1;
-    }
-    snprintf(o->origin_tee, sizeof o->origin_tee, "%s", origin);
-    return s_copy(o->tee, sizeof o->tee, val, origin, err, errlen);
-}
-
-static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts", err, errlen) < 0)
-        return -1;
-    o->max_restarts = (int)v;
-    return 0;
-}
-
-static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
-}
-
-static int s_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_copy(o->config, sizeof o->config, val, origin, err, errlen);
-}
-
-static int s_set_host(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (opts_check_host(val, origin, err, errlen) < 0)
-        return -1;
-    return s_copy(o->host, sizeof o->host, val, origin, err, errlen);
-}
-
-static int s_set_quiet(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return opts_parse_bool(val, &o->quiet, origin, err, errlen);
-}
-
-static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long lo, hi;
-    const char *colon = strchr(val, ':');
-    char first[32];
-    if (colon) {
-        snprintf(first, sizeof first, "%.*s", (int)(colon - val) < 31 ? (int)(colon - val) : 31, val);
-        if (s_int(first, 1, OPTS_MAX_NODES, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
-            s_int(colon + 1, 1, OPTS_MAX_NODES, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
-            return -1;
-        if (lo > hi) {
-            snprintf(err, errlen, "%s '%s': MIN is larger than MAX; expected e.g. 2:4", origin, val);
-            return -1;
-        }
-    } else if (s_int(val, 1, OPTS_MAX_NODES, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
-        return -1;
-    } else {
-        hi = lo;
-    }
-    o->nnodes_min = (int)lo;
-    o->nnodes = (int)hi;
-    return 0;
-}
-
-static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
-
-static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    const char *colon = strrchr(val, ':');
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == val || !end || *end || port < 1 || port > 65535 || strlen(val) >= sizeof o->master) {
-        snprintf(err, errlen, "%s '%s': expected HOST:PORT of the coordinator, e.g. 10.0.0.1:6170", origin, val);
-        return -1;
-    }
-    return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
-}
-
-static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "this node's rank", err, errlen) < 0)
-        return -1;
-    o->node_rank = (int)v;
-    return 0;
-}
-
-/* Seconds in (lo, hi]: a timeout or an interval. */
-#define s_seconds(val, lo, hi, out, origin, err, errlen) opts_parse_seconds(val, lo, 0, hi, out, origin, err, errlen)
-
-static int s_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->rdzv_timeout, origin, err, errlen);
-}
-
-static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, OPTS_MIN_HEARTBEAT_S, OPTS_MAX_HEARTBEAT_S, &o->heartbeat, origin, err, errlen);
-}
-
-static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin,
-                     err, errlen);
-}
-
-static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->elastic_timeout, origin, err, errlen);
-}
-
-static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_copy(o->tls_dir, sizeof o->tls_dir, val, origin, err, errlen);
-}
-
-static int s_set_token(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    size_t n = strlen(val);
-    int ok = n >= 32 && n <= 128 && n % 2 == 0;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = isxdigit((unsigned char)val[i]);
-    if (!ok) {
-        /* never echo a token: it is a secret even when malformed */
-        snprintf(err, errlen, "%s: expected a token of 32 to 128 hex digits (plaunch prints one when it creates it)",
-                 origin);
-        return -1;
-    }
-    return s_copy(o->token, sizeof o->token, val, origin, err, errlen);
-}
-
-static int s_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (opts_check_token_file(val, origin, err, errlen) < 0)
-        return -1;
-    return s_copy(o->token_file, sizeof o->token_file, val, origin, err, errlen);
-}
-
-static int s_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return opts_parse_bool(val, &o->insecure, origin, err, errlen);
-}
-
-static const struct optdef s_defs[] = {
-    { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
-      "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
-      "reports). Ids index CUDA_VISIBLE_DEVICES when it is already set." },
-    { "nproc-per-node", "nproc_per_node", NULL, 1, s_set_nproc, "N",
-      "Number of workers on this node; CPU workers when --gpus is not given." },
-    { "log-dir", "log_dir", NULL, 1, s_set_log_dir, "DIR",
-      "Directory for workerlog.<rank> and plaunch.log (default: log)." },
-    { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random)." },
-    { "tee", NULL, NULL, 1, s_set_tee, "RANKS",
-      "Ranks whose output is shown on the console with a [rank N] prefix: 0,3 or all or none "
-      "(default: 0). Every rank's output is always in its workerlog." },
-    { "max-restarts", "max_restarts", "max_restart", 1, s_set_max_restarts, "N",
-      "Restart the whole job up to N times after a worker fails (default: 0)." },
-    { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
-      "Time workers get after SIGTERM before SIGKILL (default: 10)." },
-    { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini)." },
-    { "host", NULL, NULL, 1, s_set_host, "ADDR",
-      "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node)." },
-    { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors." },
-    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N|MIN:MAX",
-      "Number of nodes (default: 1). MIN:MAX is elastic: the job goes on with at least MIN nodes after losing "
-      "some, and grows (a restart) when nodes join, up to MAX." },
-    { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
-      "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60)." },
-    { "master", "rdzv-endpoint", NULL, 1, s_set_master, "HOST:PORT",
-      "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1." },
-    { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
-      "torchrun's spelling of --master: the coordinator's HOST, its port from --master-port (default 6170)." },
-    { "master-port", NULL, NULL, 1, opts_compat_set_master_port, "PORT",
-      "The coordinator's port for --master-addr HOST or --ips (default 6170); not the workers' MASTER_PORT." },
-    { "ips", NULL, NULL, 1, opts_compat_set_ips, "ADDR,ADDR,...",
-      "Paddle's node list (IPv4): --nnodes is its length, the coordinator runs on the first address, this "
-      "node's rank is the position of its own address (or --rank)." },
-    { "standalone", NULL, NULL, 0, opts_compat_set_standalone, NULL,
-      "torchrun's one-node mode: what plaunch does without --nnodes; refused with --nnodes > 1, --master, --ips." },
-    { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
-      "This node's rank (default: assigned by the coordinator, in address order, and printed)." },
-    { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",
-      "How long to wait for every node to join (default: 600)." },
-    { "tls-dir", NULL, NULL, 1, s_set_tls_dir, "DIR",
-      "Job CA and node certificates from 'plaunch certs' (default: ~/.plaunch/tls)." },
-    { "token", NULL, NULL, 1, s_set_token, "HEX",
-      "Pre-shared token (TLS 1.3 PSK) instead of certificates; prefer PLAUNCH_TOKEN or --token-file." },
-    { "token-file", NULL, NULL, 1, s_set_token_file, "FILE", "File (mode 0600) holding the token." },
-    { "insecure", NULL, NULL, 0, s_set_insecure, NULL,
-      "Plaintext control plane: anyone who reaches the port can join the job. Testing only." },
-    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5)." },
-    { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
-      "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5)." },
-};
-#define NDEFS ((int)(sizeof s_defs / sizeof *s_defs))
-
 /* Matches a name with '-' and '_' treated alike; returns the definition or NULL. */
 static const struct optdef *s_find(const char *name, size_t len)
 {
-    for (int i = 0; i < NDEFS; i++) {
-        const char *cands[3] = { s_defs[i].name, s_defs[i].alias1, s_defs[i].alias2 };
+    for (int i = 0; i < opts_ndefs; i++) {
+        const char *cands[3] = { opts_defs[i].name, opts_defs[i].alias1, opts_defs[i].alias2 };
         for (int c = 0; c < 3; c++) {
             if (!cands[c] || strlen(cands[c]) != len)
                 continue;
@@ -289,10 +29,29 @@ static const struct optdef *s_find(const char *name, size_t len)
                     break;
             }
             if (k == len)
-                return &s_defs[i];
+                return &opts_defs[i];
         }
     }
     return NULL;
+}
+
+/* Sets one option through its setter and records where the value came from. */
+static int s_apply(struct opts *o, const struct optdef *d, const char *val, const char *origin, char *err,
+                   size_t errlen)
+{
+    int k = (int)(d - opts_defs);
+    if (d->set(o, val, origin, err, errlen) < 0)
+        return -1;
+    snprintf(o->origins[k], sizeof o->origins[k], "%s", origin);
+    snprintf(o->values[k], sizeof o->values[k], "%s", val);
+    return 0;
+}
+
+/* Whether a source (not the default) gave option name a value. */
+static int s_given(const struct opts *o, const char *name)
+{
+    const struct optdef *d = s_find(name, strlen(name));
+    return d && o->origins[d - opts_defs][0] != '\0';
 }
 
 /* A key of the config file: any option but --config itself (a config file cannot name another). */
@@ -300,13 +59,13 @@ static int s_ini_key(void *arg, const char *key, const char *value, const char *
 {
     const struct optdef *d = s_find(key, strlen(key));
     char origin[PATH_MAX + 160];
-    if (!d || d->set == s_set_config) {
+    if (!d || strcmp(d->name, "config") == 0) {
         snprintf(err, errlen, "%s: unknown key '%s'; see plaunch --help for the options; keys are their names "
                  "with '-' or '_'", where, key);
         return -1;
     }
     snprintf(origin, sizeof origin, "%s: %s", where, key);
-    return d->set(arg, value, origin, err, errlen);
+    return s_apply(arg, d, value, origin, err, errlen);
 }
 
 long opts_heartbeat_tick_ms(const struct opts *o)
@@ -325,16 +84,16 @@ void opts_usage(const char *prog)
            "Options (each also PLAUNCH_<NAME> in the environment, or NAME in the --config file;\n"
            "the command line wins over the environment, which wins over the file):\n",
            prog, prog, prog);
-    for (int i = 0; i < NDEFS; i++) {
+    for (int i = 0; i < opts_ndefs; i++) {
         char left[80], range[160];
-        snprintf(left, sizeof left, "--%s%s%s", s_defs[i].name, s_defs[i].has_arg ? " " : "",
-                 s_defs[i].has_arg ? s_defs[i].metavar : "");
-        printf("  %-26s %s\n", left, s_defs[i].help);
-        if (s_defs[i].alias1)
-            printf("  %-26s (also --%s%s%s)\n", "", s_defs[i].alias1, s_defs[i].alias2 ? ", --" : "",
-                   s_defs[i].alias2 ? s_defs[i].alias2 : "");
-        if (opts_range(s_defs[i].name, range, sizeof range))
-            printf("  %-26s %s: %s\n", "", s_defs[i].metavar, range);
+        snprintf(left, sizeof left, "--%s%s%s", opts_defs[i].name, opts_defs[i].has_arg ? " " : "",
+                 opts_defs[i].has_arg ? opts_defs[i].metavar : "");
+        printf("  %-26s %s\n", left, opts_defs[i].help);
+        if (opts_defs[i].alias1)
+            printf("  %-26s (also --%s%s%s)\n", "", opts_defs[i].alias1, opts_defs[i].alias2 ? ", --" : "",
+                   opts_defs[i].alias2 ? opts_defs[i].alias2 : "");
+        if (opts_range(opts_defs[i].name, range, sizeof range))
+            printf("  %-26s %s: %s\n", "", opts_defs[i].metavar, range);
     }
     printf("  %-26s %s\n  %-26s %s\n\n", "-h, --help", "Show this help.", "--version", "Show the version.");
     printf("Exit status: the first failing worker's exit code (128+N when killed by signal N);\n"
@@ -353,6 +112,42 @@ static void s_env_name(const struct optdef *d, char *buf, size_t cap)
     buf[n] = '\0';
 }
 
+/* The scheduler's values, for the options no source gave; they come after the files and the environment, so
+ * they lose to both, and they are taken as a whole: no coordinator of its own where the user named one. */
+static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
+{
+    static struct sched s;
+    if (sched_detect(o->scheduler, envp, &s, err, errlen) < 0)
+        return -1;
+    o->sched_kind = (int)s.kind;
+    o->sched_srun = s.srun;
+    snprintf(o->sched_what, sizeof o->sched_what, "%s", s.what);
+    snprintf(o->sched_note, sizeof o->sched_note, "%s", s.note);
+    snprintf(o->node_name, sizeof o->node_name, "%s", s.node_name);
+    int master_given = s_given(o, "master") || s_given(o, "master-addr") || s_given(o, "ips"), ours = 0;
+    for (int i = 0; i < s.nsettings; i++) {
+        const struct sched_setting *st = &s.settings[i];
+        const struct optdef *d = s_find(st->name, strlen(st->name));
+        assert(d); /* sched names only options of the table */
+        int coord = strcmp(st->name, "master-addr") == 0 || strcmp(st->name, "master-port") == 0;
+        if (s_given(o, st->name) || (coord && (master_given || o->nnodes < 2)) ||
+            (strcmp(st->name, "gpus") == 0 && s_given(o, "nproc-per-node")) ||
+            (strcmp(st->name, "node-rank") == 0 && o->nnodes_min < o->nnodes))
+            continue;
+        if (s_apply(o, d, st->value, st->origin, err, errlen) < 0)
+            return -1;
+        ours |= strcmp(st->name, "master-addr") == 0;
+    }
+    if (s.gpu_scope[0]) { /* what --gpus ids index, like CUDA_VISIBLE_DEVICES: never a GPU outside the step's */
+        snprintf(o->gpu_scope, sizeof o->gpu_scope, "%s", s.gpu_scope);
+        snprintf(o->origin_gpu_scope, sizeof o->origin_gpu_scope, "%s", s.gpu_scope_origin);
+    }
+    /* Slurm's first node is the first host of the list; a Kubernetes job's index 0 is, by the manifests'
+     * convention, the host behind --master. Either hosts the coordinator without waiting for its own name. */
+    o->sched_node0 = s.node_index == 0 && (s.kind == SCHED_K8S || ours);
+    return 0;
+}
+
 struct cli_pair {
     const struct optdef *def;
     const char *val;
@@ -364,17 +159,14 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     static struct cli_pair pairs[256];
     int npairs = 0, i;
     memset(o, 0, sizeof *o);
-    snprintf(o->log_dir, sizeof o->log_dir, "log");
-    snprintf(o->tee, sizeof o->tee, "0");
-    snprintf(o->origin_tee, sizeof o->origin_tee, "the default --tee");
-    o->grace = 10;
-    o->nnodes = 1;
-    o->nnodes_min = 1;
-    o->elastic_timeout = 60;
+    assert(opts_ndefs <= OPTS_MAX_DEFS);
     o->node_rank = -1;
-    o->rdzv_timeout = 600;
-    o->heartbeat = 0.5;
-    o->heartbeat_timeout = 2.5;
+    for (int k = 0; k < opts_ndefs; k++) {
+        char origin[80];
+        snprintf(origin, sizeof origin, "the default --%s", opts_defs[k].name);
+        if (opts_defs[k].def && opts_defs[k].set(o, opts_defs[k].def, origin, err, errlen) < 0)
+            return -1; /* a default its own setter refuses: a bug in the table */
+    }
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -432,26 +224,28 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     /* The config file is named on the command line or in the environment, then read first. */
     const char *cfg = util_env_get(envp, "PLAUNCH_CONFIG");
     for (int k = 0; k < npairs; k++)
-        if (pairs[k].def->set == s_set_config)
+        if (strcmp(pairs[k].def->name, "config") == 0)
             cfg = pairs[k].val;
     if (cfg && *cfg) {
         snprintf(o->config, sizeof o->config, "%s", cfg);
         if (opts_ini_read(cfg, s_ini_key, o, err, errlen) < 0)
             return -1;
     }
-    for (int k = 0; k < NDEFS; k++) {
+    for (int k = 0; k < opts_ndefs; k++) {
         char name[64], origin[80];
-        s_env_name(&s_defs[k], name, sizeof name);
+        s_env_name(&opts_defs[k], name, sizeof name);
         const char *v = util_env_get(envp, name);
-        if (!v || !*v || s_defs[k].set == s_set_config)
+        if (!v || !*v || strcmp(opts_defs[k].name, "config") == 0)
             continue;
         snprintf(origin, sizeof origin, "environment %s", name);
-        if (s_defs[k].set(o, v, origin, err, errlen) < 0)
+        if (s_apply(o, &opts_defs[k], v, origin, err, errlen) < 0)
             return -1;
     }
     for (int k = 0; k < npairs; k++)
-        if (pairs[k].def->set(o, pairs[k].val, pairs[k].origin, err, errlen) < 0)
+        if (s_apply(o, pairs[k].def, pairs[k].val, pairs[k].origin, err, errlen) < 0)
             return -1;
+    if (s_apply_sched(o, envp, err, errlen) < 0)
+        return -1;
 
     if (opts_compat_resolve(o, err, errlen) < 0)
         return -1;
@@ -472,10 +266,41 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     }
     if (opts_check_heartbeat(o, err, errlen) < 0)
         return -1;
-    if (o->prog_argc < 1) {
+    if (o->prog_argc < 1 && !o->print_config) {
         snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "
                  "(e.g. plaunch --nproc-per-node 4 python3 train.py)");
         return -1;
     }
     return 0;
+}
+
+void opts_print_config(const struct opts *o, FILE *out)
+{
+    static const char *const kinds[] = { "none", "Slurm", "Kubernetes" };
+    fprintf(out, "plaunch %s configuration; scheduler: %s%s%s\n", PLAUNCH_VERSION,
+            o->sched_kind > 0 && o->sched_kind < 3 ? kinds[o->sched_kind] : "none",
+            o->sched_what[0] ? ", " : "", o->sched_what);
+    fprintf(out, "  %-20s %-30s %s\n", "OPTION", "VALUE", "FROM");
+    for (int k = 0; k < opts_ndefs; k++) {
+        const struct optdef *d = &opts_defs[k];
+        const char *from = o->origins[k][0] ? o->origins[k] : "default";
+        const char *val = o->origins[k][0] ? o->values[k] : d->def ? d->def : "-";
+        char name[64];
+        snprintf(name, sizeof name, "--%s", d->name);
+        if (d->secret && o->origins[k][0])
+            val = "(set; not shown)";
+        else if (!d->has_arg)
+            val = (o->origins[k][0] ? strcmp(val, "0") && strcmp(val, "false") && strcmp(val, "no") : 0) ? "yes"
+                                                                                                         : "no";
+        fprintf(out, "  %-20s %-30.160s %s\n", name, val, from);
+    }
+    if (o->gpu_scope[0])
+        fprintf(out, "  GPUs of the step: %s (%s); --gpus ids index this list\n", o->gpu_scope, o->origin_gpu_scope);
+    if (o->master[0])
+        fprintf(out, "  coordinator: %s%s\n", o->master,
+                o->sched_node0 ? ", hosted by this node (the scheduler's first node)" : "");
+    if (o->sched_srun)
+        fprintf(out, "  this is a batch script, not a step: plaunch starts itself on every node with srun\n");
+    if (o->sched_note[0])
+        fprintf(out, "  note: %s\n", o->sched_note);
 }

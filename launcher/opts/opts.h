@@ -6,8 +6,10 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define OPTS_MAX_WORKERS 1024
+#define OPTS_MAX_DEFS 48     /* options in the table (opts_defs.c) */
 /* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
 #define OPTS_DEFAULT_PORT 6170
 
@@ -39,8 +41,23 @@ struct opts {
     int master_port;           /* --master-port; 0 = not given */
     int standalone;            /* --standalone */
     char ips[8192];            /* --ips A,B,...: Paddle's node list */
+    char scheduler[8];         /* auto, none, slurm, k8s */
+    int print_config;          /* --print-config: show the values and their sources, run nothing */
+    /* What a scheduler said (launcher/sched/), filled by opts_load */
+    int sched_kind;            /* enum sched_kind */
+    int sched_srun;            /* --scheduler slurm outside a step: start every node's plaunch through srun */
+    int sched_node0;           /* the scheduler's first node: it hosts the coordinator, whatever --master resolves to */
+    char sched_what[300];      /* "Slurm job 12, step 0" */
+    char sched_note[600];      /* a line for the user from the scheduler layer, or "" */
+    char node_name[256];       /* names this node's files (plaunch.NODE.log): SLURMD_NODENAME, else "" (host name) */
+    char gpu_scope[1024];      /* the GPUs a scheduler gave the step when CUDA_VISIBLE_DEVICES is unset */
+    char origin_gpu_scope[300];
     /* Where each value came from, for error messages that name the offending input. */
     char origin_gpus[300], origin_nproc[300], origin_tee[300];
+    /* Per option of the table (by index): where its value came from ("" = its default) and the value as given,
+     * for --print-config. */
+    char origins[OPTS_MAX_DEFS][200];
+    char values[OPTS_MAX_DEFS][160];
     int prog_argc;
     char **prog_argv;          /* borrowed from argv */
 };
@@ -56,6 +73,9 @@ long opts_heartbeat_tick_ms(const struct opts *o);
 
 /* Seconds as the control plane carries them: whole milliseconds, rounded, at least 1 (opts_check.c). */
 uint32_t opts_ms(double seconds);
+
+/* --print-config: every option, its value (secrets hidden) and where it came from, and what the scheduler said. */
+void opts_print_config(const struct opts *o, FILE *out);
 
 /* Prints usage to stdout. */
 void opts_usage(const char *prog);

@@ -18,7 +18,13 @@ struct optdef {
     opt_set_fn set;
     const char *metavar;
     const char *help;
+    const char *def;    /* the default, applied through set() first; NULL: the zero value */
+    int secret;         /* never printed (--print-config says "set" and where from) */
 };
+
+/* opts_defs.c: the table. */
+extern const struct optdef opts_defs[];
+extern const int opts_ndefs;
 
 /* opts_compat.c: setters of the torchrun/Paddle spellings (--master-addr, --master-port, --ips, --standalone). */
 int opts_compat_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);

@@ -1,0 +1,293 @@
+/* opts_defs: the option table: every option once, with its aliases, setter (which validates), default and help;
+ * the setters write struct opts and nothing else. */
+#include "opts_priv.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpus.h"
+#include "idlist.h"
+
+static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strlen(val) >= cap) {
+        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
+        return -1;
+    }
+    memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}
+
+/* The parsers with ranges live in opts_check.c, next to the bounds they come from. */
+#define s_int opts_parse_int
+
+static int s_set_gpus(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int ids[GPUS_MAX], all;
+    char why[512];
+    if (gpus_parse(val, ids, GPUS_MAX, &all, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s '%s': %s", origin, val, why);
+        return -1;
+    }
+    snprintf(o->origin_gpus, sizeof o->origin_gpus, "%s", origin);
+    return s_copy(o->gpus, sizeof o->gpus, val, origin, err, errlen);
+}
+
+static int s_set_nproc(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 1, OPTS_MAX_WORKERS, &v, origin, "the number of workers", err, errlen) < 0)
+        return -1;
+    o->nproc = (int)v;
+    snprintf(o->origin_nproc, sizeof o->origin_nproc, "%s", origin);
+    return 0;
+}
+
+static int s_set_log_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (!*val) {
+        snprintf(err, errlen, "%s: empty log directory; give a path such as 'log'", origin);
+        return -1;
+    }
+    return s_copy(o->log_dir, sizeof o->log_dir, val, origin, err, errlen);
+}
+
+static int s_set_job_id(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    size_t len = strlen(val);
+    int ok = len >= 1 && len <= OPTS_MAX_JOB_ID;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = isalnum((unsigned char)val[i]) || val[i] == '-' || val[i] == '_' || val[i] == '.';
+    if (!ok) {
+        snprintf(err, errlen, "%s '%s': expected a job id of 1 to %d letters, digits, '.', '-' or '_'",
+                 origin, val, OPTS_MAX_JOB_ID);
+        return -1;
+    }
+    return s_copy(o->job_id, sizeof o->job_id, val, origin, err, errlen);
+}
+
+static int s_set_tee(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    int ids[OPTS_MAX_WORKERS];
+    char why[512];
+    if (strcmp(val, "all") != 0 && strcmp(val, "none") != 0 &&
+        idlist_parse(val, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s '%s': %s; expected 'all', 'none' or ranks like 0,3 or 0-3", origin, val,
+                 why);
+        return -1;
+    }
+    snprintf(o->origin_tee, sizeof o->origin_tee, "%s", origin);
+    return s_copy(o->tee, sizeof o->tee, val, origin, err, errlen);
+}
+
+static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts", err, errlen) < 0)
+        return -1;
+    o->max_restarts = (int)v;
+    return 0;
+}
+
+static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
+}
+
+static int s_set_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->config, sizeof o->config, val, origin, err, errlen);
+}
+
+static int s_set_host(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (opts_check_host(val, origin, err, errlen) < 0)
+        return -1;
+    return s_copy(o->host, sizeof o->host, val, origin, err, errlen);
+}
+
+static int s_set_quiet(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return opts_parse_bool(val, &o->quiet, origin, err, errlen);
+}
+
+static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long lo, hi;
+    const char *colon = strchr(val, ':');
+    char first[32];
+    if (colon) {
+        snprintf(first, sizeof first, "%.*s", (int)(colon - val) < 31 ? (int)(colon - val) : 31, val);
+        if (s_int(first, 1, OPTS_MAX_NODES, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
+            s_int(colon + 1, 1, OPTS_MAX_NODES, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
+            return -1;
+        if (lo > hi) {
+            snprintf(err, errlen, "%s '%s': MIN is larger than MAX; expected e.g. 2:4", origin, val);
+            return -1;
+        }
+    } else if (s_int(val, 1, OPTS_MAX_NODES, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
+        return -1;
+    } else {
+        hi = lo;
+    }
+    o->nnodes_min = (int)lo;
+    o->nnodes = (int)hi;
+    return 0;
+}
+
+static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+
+static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    const char *colon = strrchr(val, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == val || !end || *end || port < 1 || port > 65535 || strlen(val) >= sizeof o->master) {
+        snprintf(err, errlen, "%s '%s': expected HOST:PORT of the coordinator, e.g. 10.0.0.1:6170", origin, val);
+        return -1;
+    }
+    return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
+}
+
+static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "this node's rank", err, errlen) < 0)
+        return -1;
+    o->node_rank = (int)v;
+    return 0;
+}
+
+/* Seconds in (lo, hi]: a timeout or an interval. */
+#define s_seconds(val, lo, hi, out, origin, err, errlen) opts_parse_seconds(val, lo, 0, hi, out, origin, err, errlen)
+
+static int s_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->rdzv_timeout, origin, err, errlen);
+}
+
+static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, OPTS_MIN_HEARTBEAT_S, OPTS_MAX_HEARTBEAT_S, &o->heartbeat, origin, err, errlen);
+}
+
+static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin,
+                     err, errlen);
+}
+
+static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->elastic_timeout, origin, err, errlen);
+}
+
+static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->tls_dir, sizeof o->tls_dir, val, origin, err, errlen);
+}
+
+static int s_set_token(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    size_t n = strlen(val);
+    int ok = n >= 32 && n <= 128 && n % 2 == 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isxdigit((unsigned char)val[i]);
+    if (!ok) {
+        /* never echo a token: it is a secret even when malformed */
+        snprintf(err, errlen, "%s: expected a token of 32 to 128 hex digits (plaunch prints one when it creates it)",
+                 origin);
+        return -1;
+    }
+    return s_copy(o->token, sizeof o->token, val, origin, err, errlen);
+}
+
+static int s_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (opts_check_token_file(val, origin, err, errlen) < 0)
+        return -1;
+    return s_copy(o->token_file, sizeof o->token_file, val, origin, err, errlen);
+}
+
+static int s_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return opts_parse_bool(val, &o->insecure, origin, err, errlen);
+}
+
+static int s_set_scheduler(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    static const char *const kinds[] = { "auto", "none", "slurm", "k8s" };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (strcmp(val, kinds[i]) == 0)
+            return s_copy(o->scheduler, sizeof o->scheduler, val, origin, err, errlen);
+    snprintf(err, errlen, "%s '%s': expected auto, none, slurm or k8s", origin, val);
+    return -1;
+}
+
+static int s_set_print_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return opts_parse_bool(val, &o->print_config, origin, err, errlen);
+}
+
+const struct optdef opts_defs[] = {
+    { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
+      "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
+      "reports). Ids index CUDA_VISIBLE_DEVICES when it is already set.", NULL, 0 },
+    { "nproc-per-node", "nproc_per_node", NULL, 1, s_set_nproc, "N",
+      "Number of workers on this node; CPU workers when --gpus is not given.", NULL, 0 },
+    { "log-dir", "log_dir", NULL, 1, s_set_log_dir, "DIR",
+      "Directory for workerlog.<rank> and plaunch.log (default: log).", "log", 0 },
+    { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random).", NULL, 0 },
+    { "tee", NULL, NULL, 1, s_set_tee, "RANKS",
+      "Ranks whose output is shown on the console with a [rank N] prefix: 0,3 or all or none "
+      "(default: 0). Every rank's output is always in its workerlog.", "0", 0 },
+    { "max-restarts", "max_restarts", "max_restart", 1, s_set_max_restarts, "N",
+      "Restart the whole job up to N times after a worker fails (default: 0).", NULL, 0 },
+    { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
+      "Time workers get after SIGTERM before SIGKILL (default: 10).", "10", 0 },
+    { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini).", NULL, 0 },
+    { "host", NULL, NULL, 1, s_set_host, "ADDR",
+      "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node).", NULL, 0 },
+    { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors.", NULL, 0 },
+    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N|MIN:MAX",
+      "Number of nodes (default: 1). MIN:MAX is elastic: the job goes on with at least MIN nodes after losing "
+      "some, and grows (a restart) when nodes join, up to MAX.", "1", 0 },
+    { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
+      "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60).", "60", 0 },
+    { "master", "rdzv-endpoint", NULL, 1, s_set_master, "HOST:PORT",
+      "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1.", NULL, 0 },
+    { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
+      "torchrun's spelling of --master: the coordinator's HOST, its port from --master-port (default 6170).", NULL, 0 },
+    { "master-port", NULL, NULL, 1, opts_compat_set_master_port, "PORT",
+      "The coordinator's port for --master-addr HOST or --ips (default 6170); not the workers' MASTER_PORT.", NULL, 0 },
+    { "ips", NULL, NULL, 1, opts_compat_set_ips, "ADDR,ADDR,...",
+      "Paddle's node list (IPv4): --nnodes is its length, the coordinator runs on the first address, this "
+      "node's rank is the position of its own address (or --rank).", NULL, 0 },
+    { "standalone", NULL, NULL, 0, opts_compat_set_standalone, NULL,
+      "torchrun's one-node mode: what plaunch does without --nnodes; refused with --nnodes > 1, --master, --ips.", NULL, 0 },
+    { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
+      "This node's rank (default: assigned by the coordinator, in address order, and printed).", NULL, 0 },
+    { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",
+      "How long to wait for every node to join (default: 600).", "600", 0 },
+    { "tls-dir", NULL, NULL, 1, s_set_tls_dir, "DIR",
+      "Job CA and node certificates from 'plaunch certs' (default: ~/.plaunch/tls).", NULL, 0 },
+    { "token", NULL, NULL, 1, s_set_token, "HEX",
+      "Pre-shared token (TLS 1.3 PSK) instead of certificates; prefer PLAUNCH_TOKEN or --token-file.", NULL, 1 },
+    { "token-file", NULL, NULL, 1, s_set_token_file, "FILE", "File (mode 0600) holding the token.", NULL, 0 },
+    { "insecure", NULL, NULL, 0, s_set_insecure, NULL,
+      "Plaintext control plane: anyone who reaches the port can join the job. Testing only.", NULL, 0 },
+    { "scheduler", NULL, NULL, 1, s_set_scheduler, "KIND",
+      "Where the job's shape comes from: auto (a Slurm step or a Kubernetes pod, when the environment shows "
+      "one), slurm, k8s or none (default: auto). Explicit options and PLAUNCH_* variables always win. "
+      "Outside a step, --scheduler slurm starts plaunch on every node of the allocation through srun.",
+      .def = "auto" },
+    { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
+      "Print every option's value and where it came from (command line, environment, file, scheduler, "
+      "default), then exit without starting anything.", NULL, 0 },
+    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
+    { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
+      "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5).", "2.5", 0 },
+};
+const int opts_ndefs = (int)(sizeof opts_defs / sizeof *opts_defs);
