@@ -39,7 +39,7 @@ typedef int (*sched_hostlist_fn)(void *arg, int index, const char *name);
 
 /* Calls fn(arg, index, name) for each host of expr in order (fn may be NULL: count only). Returns the number of
  * hosts; -1 with a message in err when expr is NULL, empty or bad, or has more than max hosts (max >= 1);
- * SCHED_HOSTLIST_STOPPED when fn returned non-zero (err then says at which host; the hosts before it were seen).
+ * SCHED_HOSTLIST_STOPPED when fn returned non-zero (err says at which; fn saw every host up to that one).
  * Messages start with the expression in quotes (shortened when long) and name the bad part, so that a caller
  * can put the variable's name first: "SLURM_STEP_NODELIST 'gpu[3-1]': range 3-1 goes down". */
 int sched_hostlist_each(const char *expr, int max, sched_hostlist_fn fn, void *arg, char *err, size_t errlen);
