@@ -177,11 +177,11 @@ run: deps
 	@scripts/run-demo.sh $(B)
 
 unit: $(UNIT_BINS) $(TOOL_BINS)
-# Test tools (tests/tools/NAME.c): helper programs of the black-box tests, linked like the unit tests (libplaunch
-# included, for tools that play a native worker).
-$(B)/tests/tools/%: tests/tools/%.c $(COMMON_A) $(LIBPL_A)
+# Test tools (tests/tools/NAME.c): helper programs of the black-box tests, linked like the unit tests (the launcher's
+# parts, and libplaunch for tools that play a native worker).
+$(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
-	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS)
+	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS)
 
 test: deps
 	@$(MAKE) --no-print-directory all unit
