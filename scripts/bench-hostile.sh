@@ -14,6 +14,7 @@ modes=("$@")
 [ "$(id -u)" = 0 ] || { echo "bench-hostile: needs root for network namespaces" >&2; exit 0; }
 [ -x build/bin/plaunch ] && [ -x build/tests/tools/pl_hostile ] || make -s all unit
 . scripts/netns.sh
+PLOG="plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log" # a multi-node job's launcher log on this host
 P=$PWD/build/bin/plaunch H=$PWD/build/tests/tools/pl_hostile
 NS="pb$$"; NS=${NS:0:8}; NET=17; PORT=29501
 tmp=$(mktemp -d /tmp/plaunch-bh.XXXXXX)
@@ -59,7 +60,7 @@ join_time() {
     local t0 t1
     t0=$(now)
     node 2 "$1" "${creds[@]}"
-    until_grep "$1/log1/plaunch.log" "joined for generation 0: 2 of 2" 120 || { echo "nan"; return; }
+    until_grep "$1/log1/$PLOG" "joined for generation 0: 2 of 2" 120 || { echo "nan"; return; }
     t1=$(now)
     echo "$t1 - $t0" | bc -l
 }
@@ -75,12 +76,12 @@ for mode in "${modes[@]}"; do
     fi
     # the floor: the same join with nobody attacking
     node 1 "$tmp/quiet" "${creds[@]}"
-    until_grep "$tmp/quiet/log1/plaunch.log" "joined for generation 0: 1 of 2" 30
+    until_grep "$tmp/quiet/log1/$PLOG" "joined for generation 0: 1 of 2" 30
     quiet=$(join_time "$tmp/quiet")
     finish
     # the siege
     node 1 "$tmp/siege" "${creds[@]}"
-    coord=$(cat "$tmp/pid.1"); log=$tmp/siege/log1/plaunch.log
+    coord=$(cat "$tmp/pid.1"); log=$tmp/siege/log1/$PLOG
     until_grep "$log" "joined for generation 0: 1 of 2" 30
     sleep 1
     idle=$(rss "$coord"); peak=$idle; lines0=$(grep -acE "refused|closed|ignored" "$log" || true)

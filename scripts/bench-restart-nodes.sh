@@ -11,6 +11,7 @@ runs=${1:-5}
 [ "$(id -u)" = 0 ] || { echo "bench-restart-nodes: needs root for network namespaces" >&2; exit 0; }
 [ -x build/bin/plaunch ] || make -s
 . scripts/netns.sh
+PLOG="plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log" # a multi-node job's launcher log on this host
 P=$PWD/build/bin/plaunch
 NS="pr$$"; NS=${NS:0:8}; NET=13; PORT=29461
 tmp=$(mktemp -d /tmp/plaunch-brn.XXXXXX)
@@ -51,7 +52,7 @@ run() {
     wait "$(cat "$tmp/pid.1")" "$(cat "$tmp/pid.2")" 2>/dev/null || true
     netns_link_up "$NS" 3
     kill -9 "$(cat "$tmp/pid.3")" 2>/dev/null || true
-    lost=$(log_time "$tmp/log1/plaunch.log" "lost:")
+    lost=$(log_time "$tmp/log1/$PLOG" "lost:")
     up=$(cat "$tmp"/start.1.* | sort -n | tail -1)
     echo "$lost - $t0" | bc -l >>"$tmp/det.$1"
     echo "$up - $lost" | bc -l >>"$tmp/rst.$1"

@@ -118,7 +118,6 @@ static int s_resolved(agent_t *ac, char *err, size_t errlen)
 /* The coordinator's name is looked up off the loop: pods start minutes apart and their DNS names appear late, so
  * a name that does not resolve yet is asked again every second until --rdzv-timeout, with a line every 5 s. */
 #define RESOLVE_RETRY_MS 1000
-#define RESOLVE_SAY_NS 5000000000ull
 
 static int s_resolve_retry(loop_t *loop, int id, void *arg);
 
@@ -133,7 +132,7 @@ static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void 
     uint64_t now = loop_now_ns(), waited = now - ac->started_ns;
     if (rc == 0) {
         ac->resolving = 0;
-        if (waited > RESOLVE_SAY_NS)
+        if (waited > AGENT_SAY_NS)
             log_info("the coordinator's name '%s' resolved to %s after %.1f s", ac->master_host, ac->master_ip,
                      (double)waited / 1e9);
         if (s_resolved(ac, err, sizeof err) < 0) {
@@ -151,7 +150,7 @@ static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void 
         agent_proto_finish(ac, 125);
         return 0;
     }
-    if (now - ac->said_ns >= RESOLVE_SAY_NS) {
+    if (now - ac->said_ns >= AGENT_SAY_NS) {
         ac->said_ns = now;
         log_warn("waiting for the coordinator's name '%s' to resolve (%s); %.0f s of --rdzv-timeout %g s",
                  ac->master_host, why, (double)waited / 1e9, o->rdzv_timeout);
@@ -175,7 +174,6 @@ static int s_resolve_retry(loop_t *loop, int id, void *arg)
 
 static int s_resolve_begin(agent_t *ac)
 {
-    ac->said_ns = loop_now_ns(); /* the first line after 5 s: a name that resolves at once says nothing */
     s_resolve_retry(ac->loop, 0, ac);
     return ac->st == AC_DONE ? -1 : 0;
 }
@@ -205,6 +203,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     }
     if (ac->job->multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
+    ac->said_ns = loop_now_ns(); /* the first "waiting for ..." line comes after AGENT_SAY_NS */
     return ac->resolving ? s_resolve_begin(ac) : s_connect(ac);
 }
 

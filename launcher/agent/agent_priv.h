@@ -15,6 +15,9 @@
 #include "tls_chan.h"
 #include "wire.h"
 
+/* How often a node that waits for its coordinator (its name, its answer) says so. */
+#define AGENT_SAY_NS 5000000000ull
+
 enum ac_state {
     AC_CONNECTING, /* waiting for HELLO */
     AC_JOINING,    /* JOIN sent, waiting for ASSIGN */

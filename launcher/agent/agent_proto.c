@@ -137,6 +137,15 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     job->world_size = (int)a->world_size;
     job->master_port = (int)a->master_port;
     snprintf(job->master_addr, sizeof job->master_addr, "%s", a->master_addr);
+    /* torch's gloo takes the address its host name resolves to (127.0.1.1 on many hosts), NCCL the first
+     * interface that is not loopback: across hosts, both must use the one that reaches node rank 0. */
+    char ifname[64] = "";
+    if (job->multi && net_route_ifname(job->master_addr, ifname, sizeof ifname) == 0 &&
+        strcmp(ifname, job->socket_ifname) != 0) {
+        snprintf(job->socket_ifname, sizeof job->socket_ifname, "%s", ifname);
+        log_info("workers reach MASTER_ADDR %s through interface %s (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME unless "
+                 "set)", job->master_addr, ifname);
+    }
     free(job->endpoints);
     job->endpoints = wire_assign_endpoints(a, err, sizeof err);
     if (!job->endpoints) {
@@ -251,8 +260,8 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
             if (!ac->job->opt.quiet && reason_line)
                 fprintf(stderr, "%.*s\n", (int)(strchr(text, '\n') - text), text);
             else if (!ac->job->opt.quiet)
-                fprintf(stderr, "plaunch: the job failed; its root cause is in %s/plaunch.log and on the "
-                                "coordinator's terminal\n", ac->job->log_dir);
+                fprintf(stderr, "plaunch: the job failed; its root cause is in %s/%s and on the coordinator's "
+                                "terminal\n", ac->job->log_dir, ac->job->log_name);
             free(text);
         }
         break;
@@ -313,7 +322,13 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
     ac->hb_timer = 0;
     if (ac->st == AC_DONE)
         return 0;
-    if (!ac->cs) {
+    if (!ac->cs && !ac->resolving) { /* a name still being looked up has its own deadline (agent.c) */
+        if (!ac->heard && now - ac->said_ns >= (uint64_t)AGENT_SAY_NS) {
+            /* pods and scheduled nodes start minutes apart: say what this node waits for, every few seconds */
+            ac->said_ns = now;
+            log_warn("waiting for the coordinator at %s: no answer yet (%.0f s of --rdzv-timeout %g s)", ac->endpoint,
+                     (double)(now - ac->started_ns) / 1e9, o->rdzv_timeout);
+        }
         if (!ac->assigned && ac->heard && now - ac->started_ns > (uint64_t)(o->rdzv_timeout * 1e9)) {
             log_error("the coordinator at %s did not form the job within --rdzv-timeout %g s (not enough nodes "
                       "joined?)", ac->endpoint, o->rdzv_timeout);

@@ -9,6 +9,7 @@
 
 #include "cmd_certs.h"
 #include "cmd_probe.h"
+#include "cmd_token.h"
 #include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
@@ -124,6 +125,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "certs") == 0)
         return cmd_certs(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "token") == 0)
+        return cmd_token(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "probe") == 0)
         return cmd_probe(argc - 1, argv + 1);
     return s_run(argc, argv);

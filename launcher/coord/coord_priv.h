@@ -18,6 +18,8 @@
 /* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
  * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */
 #define CS_RECONNECT_GRACE_MS 250
+/* How often a rendezvous that waits says who joined. */
+#define CS_SAY_NS 5000000000ull
 
 enum peer_state { PS_HANDSHAKE, PS_OPEN, PS_MEMBER, PS_GONE };
 
@@ -85,6 +87,7 @@ struct coord_server {
     int hb_timer, rdzv_timer, last_call_timer;
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
     uint64_t hb_sent_ns;
+    uint64_t started_ns, said_ns;   /* the coordinator's start; its last "waiting for nodes" line */
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
     peerlog_t *plog;             /* warnings about unauthenticated peers, bounded */

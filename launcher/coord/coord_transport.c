@@ -273,6 +273,27 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
 
 /* ---- heartbeats ----------------------------------------------------------------------------------- */
 
+/* Nodes that a scheduler starts minutes apart: every few seconds of a rendezvous, who is there and who is awaited. */
+static void s_say_rendezvous(coord_server_t *cs, uint64_t now)
+{
+    const struct opts *o = &cs->job->opt;
+    char names[512] = "";
+    size_t used = 0;
+    int members = 0;
+    cs->said_ns = now;
+    for (int i = 0; i < cs->npeers; i++) {
+        const struct peer *p = &cs->peers[i];
+        if (!p->used || p->st != PS_MEMBER)
+            continue;
+        if (used + strlen(p->host) + 8 < sizeof names)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", members ? ", " : "", p->host);
+        members++;
+    }
+    log_warn("waiting for nodes: %d of %d joined%s%s%s (%.0f s of --rdzv-timeout %g s)", members,
+             o->nnodes_min < o->nnodes ? o->nnodes_min : o->nnodes, members ? " (" : "", names, members ? ")" : "",
+             (double)(now - cs->started_ns) / 1e9, o->rdzv_timeout);
+}
+
 static int s_hb_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
@@ -303,6 +324,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
         coord_transport_send(cs, i, &m);
     }
+    if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
+        s_say_rendezvous(cs, now);
     if (cs->state != CS_DONE)
         cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
     return 0;
@@ -396,6 +419,7 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }
+    cs->started_ns = cs->said_ns = loop_now_ns();
     cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(&job->opt), s_hb_tick, cs);
     coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,

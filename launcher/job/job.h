@@ -46,6 +46,7 @@ struct job {
     char hostname[256];
     char host_addr[256];       /* this node's address for workers (PADDLE_CURRENT_ENDPOINT) */
     char master_addr[256];     /* MASTER_ADDR: the address of node rank 0 */
+    char socket_ifname[64];    /* multi-node: the interface that routes to MASTER_ADDR (GLOO/NCCL_SOCKET_IFNAME) */
     int multi;                 /* multi-node: ranks and ports come from the coordinator */
     char job_id[65];
     char log_dir[PATH_MAX];    /* absolute */

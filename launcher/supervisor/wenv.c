@@ -129,13 +129,23 @@ char **wenv_build(const struct job *job, const struct worker *w)
     char errpath[PATH_MAX + 32];
     errfile_path(job->log_dir, w->rank, errpath, sizeof errpath);
     s_put(&b, "TORCHELASTIC_ERROR_FILE", "%s", errpath);
+    /* Variables plaunch sets only where the user did not. */
+    int user_aeh = 0, user_gloo = 0, user_nccl = 0;
+    for (size_t i = 0; i < nbase; i++) {
+        user_aeh |= s_is(job->base_env[i], "TORCH_NCCL_ASYNC_ERROR_HANDLING") ||
+                    s_is(job->base_env[i], "NCCL_ASYNC_ERROR_HANDLING");
+        user_gloo |= s_is(job->base_env[i], "GLOO_SOCKET_IFNAME");
+        user_nccl |= s_is(job->base_env[i], "NCCL_SOCKET_IFNAME");
+    }
     /* As torchrun: 1 only when unset; a value under torch's older name is the user's choice too. */
-    int user_aeh = 0;
-    for (size_t i = 0; i < nbase && !user_aeh; i++)
-        user_aeh = s_is(job->base_env[i], "TORCH_NCCL_ASYNC_ERROR_HANDLING") ||
-                   s_is(job->base_env[i], "NCCL_ASYNC_ERROR_HANDLING");
     if (!user_aeh)
         s_put(&b, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    /* Across hosts, the interface that routes to MASTER_ADDR, unless the user chose one ("=" makes NCCL match the
+     * name exactly, not as a prefix). */
+    if (job->socket_ifname[0] && !user_gloo)
+        s_put(&b, "GLOO_SOCKET_IFNAME", "%s", job->socket_ifname);
+    if (job->socket_ifname[0] && !user_nccl)
+        s_put(&b, "NCCL_SOCKET_IFNAME", "=%s", job->socket_ifname);
     if (!job->base_has_omp && local_world > 1)
         s_put(&b, "OMP_NUM_THREADS", "1");
 

@@ -47,7 +47,7 @@ wait_log() {
 # start_coord NAME CREDENTIALS...: the coordinator of job 'authjob' (2 nodes) on host 1, in the background
 start_coord() {
     local dir=$T/$1; shift
-    COORD_LOG=$dir/plaunch.log
+    COORD_LOG=$dir/$PLOG
     ip netns exec "${NS}1" timeout -k 5 120 "$PLAUNCH" --nnodes 2 --master "$MASTER" --nproc-per-node 1 \
         --job-id authjob --rdzv-timeout 90 --log-dir "$dir" "$@" true >"$dir.out" 2>"$dir.err" &
     coord_pid=$!

@@ -65,8 +65,8 @@ kill_reap "$(cat pid.3)"
 mn_wait 1 15; r1=$wrc; mn_wait 2 15; r2=$wrc
 ok $([ "$r1" != 0 ] && [ "$r1" != 124 ] && [ "$r2" != 0 ] && [ "$r2" != 124 ]; echo $?) \
     "fixed --nnodes 3 loses node 3: both others fail cleanly ($r1, $r2)"
-like "$(cat log1/plaunch.log)" "node 2 .* was lost in generation 0" "the coordinator's summary names the lost node"
-like "$(cat log2/plaunch.log)" "was lost in generation 0" "node 2's plaunch.log has the same summary"
+like "$(cat log1/$PLOG)" "node 2 .* was lost in generation 0" "the coordinator's summary names the lost node"
+like "$(cat log2/$PLOG)" "was lost in generation 0" "node 2's plaunch.log has the same summary"
 until_ok 10 eval '[ "$(mn_alive_in "wpid.0.*")" = 0 ]'; is "$(mn_alive_in 'wpid.0.*')" 0 "no worker survives anywhere"
 
 # 4. node 3's link down for 1 s (below the 2.5 s timeout): the same generation goes on
@@ -123,5 +123,5 @@ chmod +x fail.sh
 for i in 1 2; do mn_node $i --nnodes 2 --nproc-per-node 1 --max-restarts 2 ./fail.sh; done
 mn_wait 1 30; r1=$wrc; mn_wait 2 30; r2=$wrc
 is "$r1 $r2" "9 9" "budget of 2 restarts spent: every node exits with the worker's code"
-like "$(cat log2/plaunch.log)" "rank 1 gives up in generation 2" "node 2's log holds the summary with the last lines"
+like "$(cat log2/$PLOG)" "rank 1 gives up in generation 2" "node 2's log holds the summary with the last lines"
 done_testing

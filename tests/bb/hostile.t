@@ -24,7 +24,7 @@ for i in $(seq 100 107); do
     ip -n "${NS}3" addr add "198.18.$NET.$i/24" dev eth0 && BINDS+=(--bind "198.18.$NET.$i")
 done
 export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-LOG=$T/log1/plaunch.log
+LOG=$T/log1/$PLOG
 # Both nodes' worker waits for the go of the test (with its own deadline), so the job outlives the attack.
 cat >w.sh <<W
 #!/bin/bash

@@ -3,6 +3,8 @@ set -u
 PLAUNCH_BUILD="${PLAUNCH_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 PLAUNCH_SRC="${PLAUNCH_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
 PLAUNCH="$PLAUNCH_BUILD/bin/plaunch"
+# The launcher log of a node of a multi-node job on this host (plaunch.log on one node).
+PLOG="plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log"
 T=$(mktemp -d /tmp/plaunch-bb.XXXXXX)
 _tap_n=0
 _tap_failed=0

@@ -29,7 +29,7 @@ val() { sed -n "s/^$1=//p" "$2"; }
 
 # Node 3 starts first and node 1 (the coordinator) last: the rendezvous must not depend on the order.
 node 3 3 ./worker.sh; node 2 2 ./worker.sh
-wait_for 2 "log[23]/plaunch.log" 10 # both are up and trying to reach a coordinator that does not exist yet
+wait_for 2 "log[23]/$PLOG" 10 # both are up and trying to reach a coordinator that does not exist yet
 node 1 1 ./worker.sh
 mn_wait 1 30; rc1=$wrc; mn_wait 2 30; rc2=$wrc; mn_wait 3 30; rc3=$wrc
 is "$rc1 $rc2 $rc3" "0 0 0" "three nodes (1, 2 and 3 workers) run the job and exit 0"
@@ -53,7 +53,7 @@ is "$(awk '$3 == "world" {print $4}' ids.* | sort -u | wc -l) $(awk '$3 == "pipe
     "1 1" "every rank on every node got the same NCCL id bytes per key"
 ok $([ "$(awk '$3 == "world" {print $4}' ids.0)" != "$(awk '$3 == "pipeline" {print $4}' ids.0)" ]; echo $?) \
     "the ids of the two keys differ"
-like "$(cat log1/plaunch.log)" "node 2: .*ranks 3-5" "the coordinator logs the assignment"
+like "$(cat log1/$PLOG)" "node 2: .*ranks 3-5" "the coordinator logs the assignment"
 
 # A lost coordinator: agents stop their workers and exit non-zero within the heartbeat timeout.
 rm -f pid.* wpid.*
@@ -76,7 +76,7 @@ workers_left() { local f; for f in wpid.*; do alive "$(cat "$f")" && return 0; d
 until_ok 10 eval '! workers_left'
 left=0; workers_left && left=1
 is "$left" 0 "no worker survives on any node"
-like "$(cat log2/plaunch.log)" "lost the coordinator" "the agent's log says it lost the coordinator"
+like "$(cat log2/$PLOG)" "lost the coordinator" "the agent's log says it lost the coordinator"
 
 # No credentials on the coordinator: it creates a token and prints the command for the other nodes.
 rm -f pid.*

@@ -48,7 +48,7 @@ el=$(ms_since "$t0")
 ok $r "agent of node 3 killed: both survivors start generation 1"
 echo "# kill -> survivors restarted: $el ms (heartbeat timeout 2.5 s; scripts/bench-restart-nodes.sh measures)"
 ok $((el < 2000 ? 0 : 1)) "... in under 2 s, well inside the heartbeat timeout ($el ms)"
-like "$(cat log1/plaunch.log)" "lost: its connection closed \(the agent ended\?\) and it did not reconnect" \
+like "$(cat log1/$PLOG)" "lost: its connection closed \(the agent ended\?\) and it did not reconnect" \
     "the coordinator says the node's connection closed"
 mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
 is "$r1 $r2" "0 0" "the two survivors finish the job"
@@ -60,7 +60,7 @@ SLEEP=6 start3
 busy 4
 ip netns exec "${NS}3" ss -K dst "$(netns_addr "$NS" 1)" dport = "$PORT" >/dev/null 2>&1
 ok $? "ss -K resets node 3's connection to the coordinator"
-wait_log log1/plaunch.log "reconnected; generation 0 goes on"
+wait_log log1/$PLOG "reconnected; generation 0 goes on"
 ok $? "the coordinator takes node 3 back on its new session"
 stop_hogs
 mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc; mn_wait 3 20; r3=$wrc
@@ -85,5 +85,5 @@ el=$(ms_since "$t0")
 netns_link_up "$NS" 3
 ok $r "node 3 silent: the survivors start generation 1"
 ok $((el > 2000 && el < 4500 ? 0 : 1)) "... after the heartbeat timeout, not before and not much after ($el ms, 2.5 s)"
-like "$(cat log1/plaunch.log)" "lost: no message for" "the coordinator says the node fell silent"
+like "$(cat log1/$PLOG)" "lost: no message for" "the coordinator says the node fell silent"
 done_testing
