@@ -1,5 +1,6 @@
 /* main: plaunch entry point; dispatches subcommands and runs the launcher on this node. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -7,9 +8,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "cmd_certs.h"
 #include "cmd_probe.h"
 #include "cmd_token.h"
+#include "creds.h"
+#include "sched_srun.h"
+#include "tls_chan.h"
 #include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
@@ -46,6 +52,30 @@ static void s_command_line(int argc, char **argv, char *buf, size_t cap)
     }
 }
 
+/* --scheduler slurm in a batch script: every node's plaunch through srun, with a fresh token when the options
+ * name no credentials (srun hands the environment to every node). */
+static int s_run_srun(const struct opts *o, int argc, char **argv)
+{
+    char hex[TLS_TOKEN_HEX_LEN + 1], err[1024];
+    sigset_t sigs;
+    struct sched_srun_args a = { .nnodes = o->nnodes, .elastic = o->nnodes_min < o->nnodes, .grace = o->grace,
+                                 .quiet = o->quiet };
+    if (creds_check_given(o, err, sizeof err) < 0) {
+        if (tls_token_generate(hex, err, sizeof err) < 0) {
+            fprintf(stderr, "plaunch: error: %s\n", err);
+            return 125;
+        }
+        a.token = hex;
+    }
+    if (supervise_block_signals(&sigs) < 0) {
+        fprintf(stderr, "plaunch: error: cannot block signals: %s\n", strerror(errno));
+        return 125;
+    }
+    int code = sched_srun_run(argc, argv, &a, environ, &sigs);
+    OPENSSL_cleanse(hex, sizeof hex);
+    return code;
+}
+
 static int s_run(int argc, char **argv)
 {
     static struct opts o;
@@ -61,6 +91,8 @@ static int s_run(int argc, char **argv)
     }
     if (o.sched_note[0] && !o.quiet)
         fprintf(stderr, "plaunch: note: %s\n", o.sched_note);
+    if (o.sched_srun)
+        return s_run_srun(&o, argc, argv);
     /* A coordinator holds one connection per node: take every descriptor the hard limit allows. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

@@ -250,7 +250,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
 
     if (opts_compat_resolve(o, err, errlen) < 0)
         return -1;
-    if (o->nnodes > 1 && !o->master[0]) {
+    if (o->nnodes > 1 && !o->master[0] && !o->sched_srun) {
         snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT (or --master-addr HOST): the coordinator's "
                  "address, the same on every node", o->nnodes);
         return -1;

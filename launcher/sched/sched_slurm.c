@@ -103,6 +103,8 @@ int sched_slurm_read(char **envp, int forced, struct sched *s, char *err, size_t
         }
         s->kind = SCHED_SLURM;
         s->srun = 1;
+        if (nnodes > 0)
+            sched_put(s, "nnodes", nn, "Slurm: %s=%s (the allocation)", which, nn);
         snprintf(s->what, sizeof s->what, "Slurm job %s, batch script (SLURM_JOB_ID, no SLURM_STEP_ID): one plaunch "
                  "per node through srun", job);
         return 1;

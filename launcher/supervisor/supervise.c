@@ -410,7 +410,7 @@ static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *ar
 
 /* ---- entry -------------------------------------------------------------------------------------- */
 
-int supervise_block_signals(sigset_t *old)
+int supervise_block_signals(sigset_t *blocked)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -418,7 +418,9 @@ int supervise_block_signals(sigset_t *old)
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
         sigaddset(&set, sigs[i]);
     signal(SIGPIPE, SIG_IGN);
-    return sigprocmask(SIG_BLOCK, &set, old);
+    if (blocked)
+        *blocked = set;
+    return sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 int supervise_start(sup_t *s)

@@ -26,8 +26,9 @@ struct sup_ctl {
     void (*teardown)(void *arg);
 };
 
-/* Blocks the signals the loop takes through signalfd; call before any fork. */
-int supervise_block_signals(sigset_t *old);
+/* Blocks the signals the loop takes through signalfd (CHLD, the stop signals, USR1, USR2) and returns them in
+ * *blocked when not NULL; call before any fork. */
+int supervise_block_signals(sigset_t *blocked);
 /* Runs the job to its end; returns the launcher's exit status. */
 int supervise_run(struct job *job, const struct sup_ctl *ctl);
 
