@@ -57,7 +57,12 @@ static int s_connect(agent_t *ac)
     if (ac->hosts_coord) {
         ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
                                   s_local_msg, ac, err, sizeof err);
-        if (!ac->cs && errno == EADDRINUSE && ac->job->multi && !ac->job->opt.insecure) {
+        if (!ac->cs && errno == EADDRINUSE && ac->job->opt.sched_node0) {
+            /* the scheduler's first node has no other plaunch to join: the port is someone else's */
+            log_error("%s; on %s another program holds port %d: give this job another one with --master-port",
+                      err, ac->job->hostname, ac->master_port);
+            return -1;
+        } else if (!ac->cs && errno == EADDRINUSE && ac->job->multi && !ac->job->opt.insecure) {
             /* another plaunch on this machine took the port between our check and our bind: join it */
             int insecure = 0;
             log_info("another plaunch here hosts the coordinator at %s: joining it", ac->endpoint);
