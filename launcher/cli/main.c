@@ -16,6 +16,7 @@
 #include "creds.h"
 #include "sched_srun.h"
 #include "tls_chan.h"
+#include "util.h"
 #include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
@@ -58,7 +59,8 @@ static int s_run_srun(const struct opts *o, int argc, char **argv)
 {
     char hex[TLS_TOKEN_HEX_LEN + 1], err[1024];
     sigset_t sigs;
-    struct sched_srun_args a = { .nnodes = o->nnodes, .elastic = o->nnodes_min < o->nnodes, .grace = o->grace,
+    const char *job = util_env_get(environ, "SLURM_JOB_ID");
+    struct sched_srun_args a = { .job_id = job ? job : "", .nnodes = o->nnodes, .elastic = o->nnodes_min < o->nnodes, .grace = o->grace,
                                  .quiet = o->quiet };
     if (creds_check_given(o, err, sizeof err) < 0) {
         if (tls_token_generate(hex, err, sizeof err) < 0) {

@@ -21,6 +21,8 @@
 
 struct srun_run {
     pid_t pid;
+    pid_t stopper;      /* the squeue + scancel that signals the step, while it runs */
+    const char *job, *step_name;
     int status;         /* srun's wait status, once reaped */
     int done;
     int stops;          /* stop signals seen */
@@ -41,6 +43,29 @@ static int s_kill_now(loop_t *loop, int id, void *arg)
     return 0;
 }
 
+/* SIGTERM to the tasks of our step, which gives every node's plaunch its --grace. Not to srun: srun answers a
+ * SIGTERM by killing its tasks at once. The step is found by its name with squeue, then signalled with scancel,
+ * in a child, so the loop never waits for Slurm's commands; when that fails, srun gets the SIGTERM after all. */
+static void s_stop_step(struct srun_run *r)
+{
+    static const char script[] =
+        "step=$(squeue --noheader --steps --jobs \"$1\" --format '%i %j' | awk -v n=\"$2\" '$2 == n {print $1; exit}')"
+        " && [ -n \"$step\" ] && exec scancel --quiet --signal=TERM \"$step\"";
+    char *argv[] = { "sh", "-c", (char *)script, "sh", (char *)r->job, (char *)r->step_name, NULL };
+    extern char **environ;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setsigmask(&attr, &none);
+    if (posix_spawn(&r->stopper, "/bin/sh", NULL, &attr, argv, environ) != 0) {
+        r->stopper = 0;
+        kill(r->pid, SIGTERM);
+    }
+    posix_spawnattr_destroy(&attr);
+}
+
 static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     struct srun_run *r = arg;
@@ -49,6 +74,11 @@ static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *ar
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD) {
             int st;
+            if (r->stopper > 0 && waitpid(r->stopper, &st, WNOHANG) == r->stopper) {
+                r->stopper = 0;
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) /* no step found, or no scancel: srun kills at once */
+                    kill(r->pid, SIGTERM);
+            }
             if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
                 r->status = st;
                 r->done = 1;
@@ -58,9 +88,9 @@ static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *ar
             kill(r->pid, sig);
         } else if (++r->stops == 1) {
             if (!r->quiet)
-                fprintf(stderr, "plaunch: %s: stopping the job on every node (srun gets SIGTERM; workers get --grace "
-                        "%g s)\n", strsignal(sig), r->grace);
-            kill(r->pid, SIGTERM);
+                fprintf(stderr, "plaunch: %s: stopping the job on every node (SIGTERM to the step; workers get "
+                        "--grace %g s)\n", strsignal(sig), r->grace);
+            s_stop_step(r);
             r->kill_timer = loop_timer_after_ms(loop, (int64_t)(r->grace * 1000) + SRUN_SLACK_MS, s_kill_now, r);
         } else {
             fprintf(stderr, "plaunch: %s again: killing srun now\n", strsignal(sig));
@@ -91,7 +121,7 @@ static char **s_child_env(char **envp, const char *token, char *entry, size_t ca
 }
 
 /* srun's command line: its options, then this binary with our own arguments (argv[0] replaced). */
-static char **s_srun_argv(int argc, char **argv, const struct sched_srun_args *a, char *self, char *nodes,
+static char **s_srun_argv(int argc, char **argv, const struct sched_srun_args *a, char *self, char *name, char *nodes,
                           size_t cap)
 {
     char **v = calloc((size_t)argc + 8, sizeof *v);
@@ -101,6 +131,7 @@ static char **s_srun_argv(int argc, char **argv, const struct sched_srun_args *a
     snprintf(nodes, cap, "--nodes=%d", a->nnodes);
     v[k++] = "srun";
     v[k++] = nodes;
+    v[k++] = name; /* --job-name=: names the step, to find it again for scancel */
     v[k++] = "--ntasks-per-node=1";
     /* a node that fails (bad configuration: exit 2) ends the step at once, unless nodes may come and go */
     v[k++] = a->elastic ? "--kill-on-bad-exit=0" : "--kill-on-bad-exit=1";
@@ -114,16 +145,18 @@ static char **s_srun_argv(int argc, char **argv, const struct sched_srun_args *a
 
 int sched_srun_run(int argc, char **argv, const struct sched_srun_args *a, char **envp, const sigset_t *sigs)
 {
-    char self[PATH_MAX], nodes[32], tokenvar[300];
+    char self[PATH_MAX], nodes[32], tokenvar[300], step[64], name[80];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
         fprintf(stderr, "plaunch: error: cannot find this program's path (/proc/self/exe): %s\n", strerror(errno));
         return 125;
     }
     self[n] = '\0';
-    struct srun_run r = { .grace = a->grace, .quiet = a->quiet };
-    char **env = s_child_env(envp, a->token, tokenvar, sizeof tokenvar), **args = s_srun_argv(argc, argv, a, self,
-                                                                                                   nodes, sizeof nodes);
+    struct srun_run r = { .grace = a->grace, .quiet = a->quiet, .job = a->job_id, .step_name = step };
+    snprintf(step, sizeof step, "plaunch-%d", (int)getpid());
+    snprintf(name, sizeof name, "--job-name=%s", step);
+    char **env = s_child_env(envp, a->token, tokenvar, sizeof tokenvar);
+    char **args = s_srun_argv(argc, argv, a, self, name, nodes, sizeof nodes);
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
     sigset_t none;

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 struct sched_srun_args {
+    const char *job_id;   /* SLURM_JOB_ID: the job whose step is signalled */
     int nnodes;           /* srun --nodes */
     int elastic;          /* --nnodes MIN:MAX: a lost node must not end the step (no --kill-on-bad-exit) */
     double grace;         /* --grace: how long the nodes take to stop their workers */
@@ -15,8 +16,8 @@ struct sched_srun_args {
 
 /* Starts `srun --nodes=N --ntasks-per-node=1 ... SELF argv[1..]` with envp (plus PLAUNCH_TOKEN) and waits for
  * it; signals in *sigs are already blocked and arrive through a signalfd. A stop signal (INT, TERM, HUP, QUIT)
- * becomes SIGTERM to srun, which Slurm hands to every node's plaunch; a second one, or srun still there
- * --grace + 15 s later, kills srun. USR1/USR2 go to srun, which passes them on. Returns srun's exit status
+ * becomes SIGTERM to the step's tasks (scancel --signal=TERM JOB.STEP), every node's plaunch; a second one, or
+ * srun still there --grace + 15 s later, kills srun. USR1/USR2 go to srun, which passes them on. Returns srun's exit status
  * (the job's), 127 when there is no srun, 125 when it cannot be run. */
 int sched_srun_run(int argc, char **argv, const struct sched_srun_args *a, char **envp, const sigset_t *sigs);
 
