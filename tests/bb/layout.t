@@ -9,7 +9,7 @@ like "$out" "^no cycles among" "no call cycle between source files or between fo
 big="" bare=""
 for f in $(git ls-files 'common/*.[ch]' 'launcher/*.[ch]' 'worker/*.[ch]' 'worker/*.cu' 2>/dev/null); do
     [ "$(wc -l <"$f")" -gt 500 ] && big="$big $f"
-    head -1 "$f" | grep -q '^/\* [a-z_]*[.a-z]*: ' || bare="$bare $f"
+    head -1 "$f" | grep -q '^/\* [a-z0-9_]*[.a-z]*: ' || bare="$bare $f"
 done
 is "$big" "" "no source file over 500 lines"
 is "$bare" "" "every source file opens with a one-line 'name: purpose' comment"
