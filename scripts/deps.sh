@@ -2,7 +2,7 @@
 # Installs the Debian packages plaunch needs to build and test; idempotent, quiet when nothing is missing.
 set -eu
 pkgs="build-essential pkg-config libzmq3-dev libinih-dev libssl-dev libjansson-dev libprotobuf-c-dev
-protobuf-c-compiler libcmocka-dev iproute2 procps bc clang libclang-rt-14-dev python3"
+protobuf-c-compiler libcmocka-dev iproute2 procps bc clang libclang-rt-14-dev python3 python3-yaml"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs openmpi-bin python3-torch hyperfine time"
 [ "${1:-}" = "--browser" ] && pkgs="$pkgs chromium"
 missing=""
