@@ -126,17 +126,51 @@ static int s_resolved(agent_t *ac, char *err, size_t errlen)
 
 static int s_resolve_retry(loop_t *loop, int id, void *arg);
 
+/* Until the coordinator answers, its name is looked up again every few seconds: a pod that was replaced comes
+ * back at another address, and the old one would be tried until --rdzv-timeout. */
+static void s_recheck_later(agent_t *ac)
+{
+    if (!ac->heard && ac->st != AC_DONE)
+        ac->state_timer_resolve = loop_timer_after_ms(ac->loop, (int64_t)(AGENT_SAY_NS / 1000000), s_resolve_retry,
+                                                      ac);
+}
+
+/* The name now resolves elsewhere: a new link to the new address. */
+static void s_relink(agent_t *ac, const char *ip)
+{
+    char err[1024];
+    log_warn("the coordinator's name '%s' now resolves to %s (was %s): connecting there", ac->master_host, ip,
+             ac->master_ip);
+    snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ip);
+    if (!ac->job->opt.host[0])
+        net_route_addr(ac->master_ip, ac->job->host_addr, sizeof ac->job->host_addr);
+    link_destroy(&ac->link);
+    snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
+    ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
+    if (!ac->link) {
+        log_error("%s", err);
+        agent_proto_finish(ac, 125);
+    }
+}
+
 static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     agent_t *ac = arg;
     const struct opts *o = &ac->job->opt;
-    char err[1024], why[256];
+    char err[1024], why[256], ip[sizeof ac->master_ip];
     loop_remove_fd(loop, fd);
-    int rc = resolve_result(ac->resolve, ac->master_ip, sizeof ac->master_ip, why, sizeof why);
+    int rc = resolve_result(ac->resolve, ip, sizeof ip, why, sizeof why);
     resolve_destroy(&ac->resolve);
     uint64_t now = loop_now_ns(), waited = now - ac->started_ns;
+    if (!ac->resolving) { /* a recheck: a name that fails now keeps the address it had */
+        if (rc == 0 && strcmp(ip, ac->master_ip) != 0 && !ac->heard && ac->link)
+            s_relink(ac, ip);
+        s_recheck_later(ac);
+        return 0;
+    }
     if (rc == 0) {
         ac->resolving = 0;
+        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ip);
         if (waited > AGENT_SAY_NS)
             log_info("the coordinator's name '%s' resolved to %s after %.1f s", ac->master_host, ac->master_ip,
                      (double)waited / 1e9);
@@ -145,6 +179,8 @@ static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void 
             agent_proto_finish(ac, 2);
         } else if (s_connect(ac) < 0) {
             agent_proto_finish(ac, 125);
+        } else if (!ac->hosts_coord) {
+            s_recheck_later(ac);
         }
         return 0;
     }
@@ -168,6 +204,8 @@ static int s_resolve_retry(loop_t *loop, int id, void *arg)
 {
     agent_t *ac = arg;
     ac->state_timer_resolve = 0;
+    if (ac->st == AC_DONE || (!ac->resolving && ac->heard))
+        return 0;
     ac->resolve = resolve_start(ac->master_host);
     if (!ac->resolve || loop_add_fd(loop, resolve_fd(ac->resolve), ZMQ_POLLIN, s_resolve_done, ac) < 0) {
         log_error("cannot look up the coordinator's name '%s': %s", ac->master_host, strerror(errno));

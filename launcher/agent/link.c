@@ -206,7 +206,9 @@ static int s_connect(link_t *l, char *err, size_t errlen)
     static unsigned seq;
     char mon_ep[96];
     s_close(l, &l->sock, &l->mon);
-    int zero = 0, ivl = 100, ivl_max = 1000;
+    /* Nodes started together (srun, a Job's pods) often come up before the coordinator listens: the first retry
+     * after 10 ms, doubling up to 1 s, so they join within milliseconds of its start (100 ms cost 0.1 s here). */
+    int zero = 0, ivl = 10, ivl_max = 1000;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
     snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-link-monitor-%u", ++seq);
     l->sock = zmq_socket(l->zctx, ZMQ_DEALER);

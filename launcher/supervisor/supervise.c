@@ -196,9 +196,11 @@ static void a_escalate_signal(struct sup *s)
         s_cancel_grace(s);
         return;
     }
+    int ctl = s->reason == STOP_CTL;
     s->reason = STOP_SIGNAL;
     s->stop_signal = s->event_signal;
-    log_warn("got SIG%s while stopping after a failure: no restart", sigabbrev_np(s->event_signal));
+    log_warn("got SIG%s while %s: no restart", sigabbrev_np(s->event_signal),
+             ctl ? "the coordinator stops this generation" : "stopping after a failure");
     s_signal_workers(s, s->event_signal);
 }
 

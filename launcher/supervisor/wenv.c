@@ -12,7 +12,8 @@
 #include "log.h"
 #include "net.h"
 
-/* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks. */
+/* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks (and the
+ * token, so that a worker never holds the job's credential). */
 static const char *const s_owned[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME",
     "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
@@ -22,6 +23,7 @@ static const char *const s_owned[] = {
     "PADDLE_LOCAL_RANK", "PADDLE_RANK_IN_NODE", "PADDLE_LOG_DIR", "FLAGS_selected_gpus",
     "PLAUNCH_AGENT", "PLAUNCH_JOB_ID", "PLAUNCH_GENERATION", "PLAUNCH_NODE_RANK", "PLAUNCH_NNODES",
     "PLAUNCH_GPU",
+    "PLAUNCH_TOKEN", /* the control plane's secret: not for the program, its children or its logs */
 };
 #define NOWNED (sizeof s_owned / sizeof *s_owned)
 /* Dropped only when plaunch sets its own value (GPU mode). */

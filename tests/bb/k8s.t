@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network, UTS, mount and PID names
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c 'import yaml' 2>/dev/null && { PY=$p; break; }; done
 [ -n "$PY" ] || { echo "1..0 # SKIP no python3 with PyYAML (Debian: python3-yaml)"; exit 0; }
-plan 47
+plan 50
 
 NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=3
 K8S=$PLAUNCH_SRC/docs/k8s
@@ -223,6 +223,27 @@ world() {
 world indexed-job "$K8S/indexed-job.yaml" 3 plaunch-demo-token/token
 world jobset "$K8S/jobset.yaml" 6 plaunch-js-token/token
 world pytorchjob "$K8S/pytorchjob.yaml" 3 plaunch-pt-token/token
+
+# ---- index 0's name first points at an address nobody holds (a pod since replaced), then at index 0 ----------------
+d="$T/moved"
+mkdir -p "$d"
+for i in 0 1 2; do pod_up "$d" $i "$K8S/indexed-job.yaml" --secret "plaunch-demo-token/token=$TOKEN" || break; done
+. "$d/pod.0.sh"
+stale=$(netns_addr "$NS" 250)
+for k in 1 2; do printf '%s\t%s\n' "$stale" "${POD_DNS[*]}" >>"$T/pods/hosts.$k"; done
+for i in 2 1 0; do pod_run "$d" $i -- "$T/bin/envw" "$d"; done
+until_ok 30 grep -q "waiting for the coordinator at tcp://$stale:" "$d/err.1"
+ok $? "moved: index 1 tries the address the name had ($stale) and says it waits"
+for k in 1 2; do # rewritten in place: the file is bind-mounted into the pod
+    { grep -v "^$stale" "$T/pods/hosts.$k"; printf '%s\t%s\n' "$(pod_ip 0)" "${POD_DNS[*]}"; } >"$T/pods/hosts.$k.new"
+    cat "$T/pods/hosts.$k.new" >"$T/pods/hosts.$k"
+done
+rcs=""
+for i in 0 1 2; do pod_wait "$d" $i 60; rcs="$rcs $wrc"; done
+is "${rcs# }" "0 0 0" "moved: once the name resolves to index 0, every pod joins and the job exits 0"
+like "$(cat "$d/err.1")" "now resolves to $(pod_ip 0) \(was $stale\): connecting there" \
+    "moved: the pod says it follows the name to its new address"
+until_ok 20 all_pods_empty
 
 # ---- credentials are required up front, on index 0 too ------------------------------------------------------
 d=$T/notoken

@@ -183,10 +183,12 @@ static void test_stale_values_dropped(void **state)
         "PADDLE_LOCAL_RANK=9", "PADDLE_RANK_IN_NODE=9", "PADDLE_LOG_DIR=/old", "FLAGS_selected_gpus=9",
         "CUDA_VISIBLE_DEVICES=0,1,2,3", "CUDA_DEVICE_ORDER=FASTEST_FIRST", "PLAUNCH_AGENT=old",
         "PLAUNCH_JOB_ID=old", "PLAUNCH_GENERATION=9", "PLAUNCH_NODE_RANK=9", "PLAUNCH_NNODES=9", "PLAUNCH_GPU=9",
+        "PLAUNCH_TOKEN=00112233445566778899aabbccddeeff",
         "HOME=/root", "RANK_X=1", "MY_RANK=3", "RANK", "MASTER_ADDRESS=keep", NULL,
     };
     char **envp = s_build_w1(1, inherited);
     s_expect(envp, "TORCHELASTIC_USE_AGENT_STORE", "False");
+    s_expect(envp, "PLAUNCH_TOKEN", NULL); /* the job's credential never reaches a worker */
     s_expect(envp, "HOME", "/root");
     s_expect(envp, "RANK_X", "1");
     s_expect(envp, "MY_RANK", "3");
