@@ -1,0 +1,22 @@
+/* mon_csv: monitor.NODE.csv, a row per rank per sample: the header, a row written from a sample, a row read back
+ * (plaunch report). Columns, units and empty-means-unknown are documented in docs/monitor.md; the first column
+ * names the format version so a reader refuses what it does not know. */
+#ifndef PLAUNCH_MON_CSV_H
+#define PLAUNCH_MON_CSV_H
+
+#include <stddef.h>
+
+#include "mon_sample.h"
+
+#define MON_CSV_LINE_MAX 1024
+
+/* The header line (with its newline). */
+const char *mon_csv_header(void);
+/* One row for s on node (with its newline) into buf; its length, or -1 when it does not fit. */
+int mon_csv_format(const struct mon_sample *s, const char *node, char *buf, size_t cap);
+/* Parses one row (without or with its newline) into s and node (MON_NODE_MAX); 0, or -1 with a message naming
+ * the column. The header line is not a row (-1, "header"): callers check mon_csv_is_header first. */
+int mon_csv_parse(const char *line, struct mon_sample *s, char *node, char *err, size_t errlen);
+int mon_csv_is_header(const char *line);
+
+#endif
