@@ -221,6 +221,19 @@ static int s_resolve_begin(agent_t *ac)
     return ac->st == AC_DONE ? -1 : 0;
 }
 
+/* The preflight's verdict: the JOIN a HELLO asked for goes out now, or this node ends (strict, a finding). */
+static void s_preflight_done(void *arg, int code)
+{
+    agent_t *ac = arg;
+    ac->preflight_pending = 0;
+    if (code) {
+        agent_proto_finish(ac, code);
+    } else if (ac->join_waiting) {
+        ac->join_waiting = 0;
+        agent_proto_send_join(ac);
+    }
+}
+
 /* ---- supervisor hooks ----------------------------------------------------------------------------- */
 
 static int s_setup(void *arg, sup_t *s, loop_t *loop)
@@ -244,6 +257,12 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    ac->mon = agent_mon_new(ac->job, loop, err, sizeof err);
+    if (!ac->mon && ac->job->opt.monitor > 0) {
+        log_error("%s", err);
+        return -1;
+    }
+    ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
     if (ac->job->multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
     ac->said_ns = loop_now_ns(); /* the first "waiting for ..." line comes after AGENT_SAY_NS */
@@ -255,6 +274,21 @@ static void s_gen_start(void *arg, const struct job *job)
     agent_t *ac = arg;
     errfile_clear(job);
     agent_ipc_set_generation(ac->ipc, (uint32_t)job->generation);
+}
+
+/* CUDA's "driver version is insufficient" (or torch's "driver on your system is too old") in a failed worker's
+ * last lines: one more line naming the driver's CUDA version, which the preflight read. 1 when hint was made. */
+static int s_driver_too_old(char **lines, size_t n, const char *driver_cuda, char *hint, size_t cap)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(lines[i], "driver version is insufficient") || strstr(lines[i], "driver on your system is too old")) {
+            snprintf(hint, cap, "plaunch: the NVIDIA driver here supports CUDA %s, older than the CUDA the program "
+                     "was built for (its message above): update the driver, or use a build for CUDA %s or older",
+                     *driver_cuda ? driver_cuda : "(version unknown: NVML did not say)",
+                     *driver_cuda ? driver_cuda : "that version");
+            return 1;
+        }
+    return 0;
 }
 
 static void s_worker_exit(void *arg, const struct job *job, const struct worker *w)
@@ -269,6 +303,12 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     output_tail(w, 20, tail, sizeof tail);
     for (char *line = strtok(tail, "\n"); line && n < 20; line = strtok(NULL, "\n"))
         lines[n++] = line;
+    char hint[WIRE_MAX_TEXT + 1];
+    if (s_driver_too_old(lines, n, agent_mon_cuda_driver(ac->mon), hint, sizeof hint)) {
+        if (n == 20)
+            memmove(lines, lines + 1, --n * sizeof *lines);
+        lines[n++] = hint;
+    }
     for (size_t i = 0; i < n; i++)
         if (strlen(lines[i]) > WIRE_MAX_TEXT)
             lines[i][WIRE_MAX_TEXT] = '\0';
@@ -331,6 +371,7 @@ static void s_teardown(void *arg)
         loop_remove_fd(ac->loop, resolve_fd(ac->resolve));
     resolve_destroy(&ac->resolve);
     console_detach();
+    agent_mon_destroy(&ac->mon);
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     agent_ipc_destroy(&ac->ipc);

@@ -8,6 +8,7 @@
 
 #include "agent.h"
 #include "agent_ipc.h"
+#include "agent_mon.h"
 #include "coord_server.h"
 #include "link.h"
 #include "loop.h"
@@ -44,6 +45,9 @@ struct agent {
     int state_timer_resolve;   /* the next lookup */
     uint64_t said_ns;          /* the last "waiting for ..." line */
     char retry_hint[4096];     /* the command line for the other nodes (creds_tls) */
+    agent_mon_t *mon;          /* the health monitor; NULL with --monitor 0 */
+    int preflight_pending;     /* the preflight checks run: no JOIN before their verdict */
+    int join_waiting;          /* a HELLO came while they ran */
     int master_port;
     int hosts_coord;
     int job_id_given;

@@ -101,10 +101,28 @@ void agent_proto_set_state(agent_t *ac, enum ac_state st)
     ac->state_timer = ms > 0 ? loop_timer_after_ms(ac->loop, ms, s_on_state_deadline, ac) : 0;
 }
 
+/* This node's ranks' health summaries, just before its BYE: the coordinator judges the whole job at its end. */
+static void s_send_health(agent_t *ac)
+{
+    char *json = agent_mon_health_json(ac->mon, WIRE_MAX_REPORT);
+    if (!json)
+        return;
+    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    wire_msg_t m;
+    r.kind = "health";
+    r.json.data = (uint8_t *)json;
+    r.json.len = strlen(json);
+    wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_REPORT, &r);
+    agent_proto_up(ac, &m);
+    free(json);
+}
+
 void agent_proto_send_bye(agent_t *ac, int code)
 {
     Plaunch__Bye bye = PLAUNCH__BYE__INIT;
     wire_msg_t m;
+    if (ac->st != AC_WAIT_END && ac->st != AC_DONE)
+        s_send_health(ac);
     bye.exit_status = (uint32_t)(code & 0xff);
     wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_BYE, &bye);
     agent_proto_set_state(ac, AC_WAIT_END);
@@ -209,7 +227,9 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
         else if (!ac->heard)
             log_info("one-node job: the coordinator runs inside this plaunch");
         ac->heard = 1;
-        if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING)
+        if (ac->preflight_pending && ac->st == AC_CONNECTING)
+            ac->join_waiting = 1; /* no JOIN before the GPUs were checked (agent.c sends it) */
+        else if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING)
             agent_proto_send_join(ac); /* first contact, or a new session after a broken one */
         return;
     }
@@ -250,7 +270,12 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
         agent_ipc_deliver(ac->ipc, m);
         break;
     case WIRE_REPORT:
-        if (strcmp(m->report->kind, "summary") == 0) {
+        if (strcmp(m->report->kind, "health-block") == 0) { /* the job's Health block: this node's log keeps it */
+            char *text = strndup((const char *)m->report->json.data, m->report->json.len);
+            if (text)
+                log_block(text, 0);
+            free(text);
+        } else if (strcmp(m->report->kind, "summary") == 0) {
             /* the job's root cause, as the coordinator printed it: every node keeps it in its plaunch.log */
             char *text = strndup((const char *)m->report->json.data, m->report->json.len);
             /* a summary that is not a root-cause block starts with its reason: the coordinator's plaunch got SIGINT */

@@ -43,6 +43,25 @@ void coord_end_restart(coord_server_t *cs, const char *why)
     coord_assign_check_ready(cs);
 }
 
+/* The Health block, next to the root cause: on this terminal when worth it, in every node's plaunch.log. */
+static void s_health(coord_server_t *cs)
+{
+    static char text[64 << 10];
+    wire_msg_t m;
+    int loud = coord_health_block(cs, text, sizeof text);
+    if (!text[0])
+        return;
+    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    r.kind = "health-block";
+    r.json.data = (uint8_t *)text;
+    r.json.len = strlen(text);
+    wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+    for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
+        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
+            coord_transport_send(cs, i, &m);
+    log_block(text, loud && !cs->job->opt.quiet);
+}
+
 /* The job is over for everyone: the root cause (printed here, written to every node's plaunch.log) and each
  * member's exit status. */
 static void s_finish(coord_server_t *cs)
@@ -71,6 +90,7 @@ static void s_finish(coord_server_t *cs)
                 coord_transport_send(cs, i, &m);
         log_block(cs->failure, 1);
     }
+    s_health(cs);
     log_info("job %s over: exit status %d", cs->job_id, status);
     bye.exit_status = (uint32_t)status;
     wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);

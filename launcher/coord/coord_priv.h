@@ -10,6 +10,7 @@
 #define PLAUNCH_COORD_PRIV_H
 
 #include "conn_guard.h"
+#include "mon_diag.h"
 #include "coord.h"
 #include "coord_server.h"
 #include "peerlog.h"
@@ -99,6 +100,9 @@ struct coord_server {
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
     int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
+    /* coord_health.c: every rank's health summary as its node last sent it (REPORT "health"), by global rank */
+    struct mon_rank_summary *health;
+    int nhealth, health_cap;
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
@@ -118,6 +122,14 @@ int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m);
 void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
 void coord_transport_last_call(coord_server_t *cs, int ms);
+/* coord_health.c: the job's health (below coord_world.c and coord_end.c; calls only launcher/monitor/) */
+/* A node's REPORT "health": its ranks' summaries, decoded with every bound checked, replacing earlier ones of
+ * the same ranks. 0, or -1 (logged, the report dropped). */
+int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r);
+/* The Health block of the whole job into buf ("" when no sample came); 1 when it is worth the terminal (a
+ * finding, or enough steady state to call the job healthy), 0 when plaunch.log is enough. */
+int coord_health_block(coord_server_t *cs, char *buf, size_t cap);
+
 /* coord_peers.c: the table of sessions, one per routing id (below coord_transport.c; calls nothing above it) */
 /* The session of routing id rid (which came on fd), or -1. */
 int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);

@@ -465,6 +465,7 @@ void coord_transport_destroy(coord_server_t **pcs)
     coord_destroy(&cs->coord);
     free(cs->peers);
     free(cs->frame);
+    free(cs->health);
     free(cs);
     *pcs = NULL;
 }

@@ -138,6 +138,13 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
     case WIRE_REFUSE:
         log_warn("node %s refused: %s", p->host, m->refuse->text);
         break;
+    case WIRE_REPORT:
+        if (strcmp(m->report->kind, "health") == 0)
+            coord_health_add(cs, peer, m->report);
+        else
+            log_warn("node %s sent a report of kind '%s', which a coordinator does not take", p->host,
+                     m->report->kind);
+        break;
     default:
         log_warn("unexpected %s from %s", wire_type_name(m->body_case), p->host);
     }

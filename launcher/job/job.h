@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "loop.h"
+#include "mon_thresh.h"
 #include "opts.h"
 
 enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
@@ -50,6 +51,7 @@ struct job {
     int multi;                 /* multi-node: ranks and ports come from the coordinator */
     char job_id[65];
     char log_dir[PATH_MAX];    /* absolute */
+    char node_label[256];      /* this node's name in file names and reports (Slurm's node name, else the host) */
     char log_name[300];        /* this node's launcher log in log_dir: plaunch.log, plaunch.NODE.log (multi-node) */
     char run_dir[PATH_MAX];    /* 0700 directory for sockets; removed at exit */
     int gpu_mode;
@@ -64,6 +66,8 @@ struct job {
     char agent_endpoint[PATH_MAX + 32]; /* PLAUNCH_AGENT */
     char **base_env;           /* inherited environment minus the variables plaunch sets */
     int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
+    pid_t monitor_pid;         /* the health monitor's sampler, a child of plaunch that is no stray; 0 none */
+    struct mon_thresh mon_thresh; /* the health diagnosis thresholds (defaults, --monitor-config) */
 };
 
 #endif

@@ -14,6 +14,7 @@
 #include "gpus.h"
 #include "idlist.h"
 #include "log.h"
+#include "mon_thresh.h"
 #include "output.h"
 #include "ownfile.h"
 #include "util.h"
@@ -188,11 +189,12 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
 }
 
 /* The name of this node's launcher log: plaunch.log on one node; plaunch.NODE.log on a multi-node job, whose nodes
- * often share one file system and --log-dir (NODE: the scheduler's node name, else the host name). */
+ * often share one file system and --log-dir (NODE: the scheduler's node name, else the host name, in characters
+ * safe for a file name; also the name of monitor.NODE.csv). */
 static void s_log_name(struct job *job, const struct opts *o)
 {
-    char node[256];
-    snprintf(node, sizeof node, "%s", o->node_name[0] ? o->node_name : job->hostname);
+    char *node = job->node_label;
+    snprintf(job->node_label, sizeof job->node_label, "%s", o->node_name[0] ? o->node_name : job->hostname);
     for (char *c = node; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._-", *c)))
             *c = '_';
@@ -282,6 +284,10 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     job->node_rank = 0;
     job->rank_base = 0;
     if (s_setup_workers(job, o, envp, err, errlen) < 0)
+        return -1;
+    /* The health thresholds are read now, so that a bad file is an error before anything starts. */
+    mon_thresh_default(&job->mon_thresh);
+    if (o->monitor_config[0] && mon_thresh_read(o->monitor_config, &job->mon_thresh, err, errlen) < 0)
         return -1;
     job->world_size = job->nworkers;
     if (jobsetup_tee(job, o, err, errlen) < 0)

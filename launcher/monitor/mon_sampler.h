@@ -39,7 +39,10 @@ int mon_sampler_read(mon_sampler_t *m, struct mon_sample *out, int max, int *n, 
 const char *mon_sampler_preflight(const mon_sampler_t *m, int *n, char *cuda_driver, size_t cap, int *nvml_ok);
 /* "NVML absent (libnvidia-ml.so.1: cannot open ...): host metrics only", or "" while NVML works. */
 const char *mon_sampler_note(const mon_sampler_t *m);
-/* Kills (SIGKILL) and reaps the sampler; safe twice; sets *m to NULL. */
+/* The sampler's pid (a child of this process; supervise must not take it for a stray). */
+pid_t mon_sampler_pid(const mon_sampler_t *m);
+/* Kills (SIGKILL, through a pidfd: never another process that took the number) and reaps the sampler without
+ * waiting for it (a process stuck in a GPU driver call may take long to die); safe twice; sets *m to NULL. */
 void mon_sampler_stop(mon_sampler_t **m);
 
 /* The sampler's own main (`plaunch __monitor`): reads requests on stdin, answers on stdout; exit 0 at EOF. */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #define OPTS_MAX_WORKERS 1024
-#define OPTS_MAX_DEFS 48     /* options in the table (opts_defs.c) */
+#define OPTS_MAX_DEFS 56     /* options in the table (opts_defs.c) */
 /* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
 #define OPTS_DEFAULT_PORT 6170
 
@@ -42,6 +42,9 @@ struct opts {
     int standalone;            /* --standalone */
     char ips[8192];            /* --ips A,B,...: Paddle's node list */
     char scheduler[8];         /* auto, none, slurm, k8s */
+    double monitor;            /* --monitor: sampling interval in seconds, 0 = off */
+    char monitor_config[PATH_MAX]; /* --monitor-config: the diagnosis thresholds; "" = the defaults */
+    char preflight[8];         /* on, strict, off */
     int print_config;          /* --print-config: show the values and their sources, run nothing */
     /* What a scheduler said (launcher/sched/), filled by opts_load */
     int sched_kind;            /* enum sched_kind */

@@ -226,6 +226,31 @@ static int s_set_scheduler(struct opts *o, const char *val, const char *origin, 
     return -1;
 }
 
+static int s_set_monitor(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    /* 0 turns sampling off; otherwise at least 0.1 s (NVML averages utilisation over about that much) */
+    if (strcmp(val, "0") == 0) {
+        o->monitor = 0;
+        return 0;
+    }
+    return opts_parse_seconds(val, 0.1, 1, OPTS_MAX_HEARTBEAT_S, &o->monitor, origin, err, errlen);
+}
+
+static int s_set_monitor_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_copy(o->monitor_config, sizeof o->monitor_config, val, origin, err, errlen);
+}
+
+static int s_set_preflight(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strcmp(val, "on") && strcmp(val, "strict") && strcmp(val, "off")) {
+        snprintf(err, errlen, "%s '%s': expected on (report findings), strict (refuse to start on any) or off",
+                 origin, val);
+        return -1;
+    }
+    return s_copy(o->preflight, sizeof o->preflight, val, origin, err, errlen);
+}
+
 static int s_set_print_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return opts_parse_bool(val, &o->print_config, origin, err, errlen);
@@ -283,6 +308,16 @@ const struct optdef opts_defs[] = {
       "one), slurm, k8s or none (default: auto). Explicit options and PLAUNCH_* variables always win. "
       "Outside a step, --scheduler slurm starts plaunch on every node of the allocation through srun.",
       .def = "auto" },
+    { "monitor", NULL, NULL, 1, s_set_monitor, "SECONDS",
+      "Sample every worker's GPU (NVML) and host metrics this often into LOG_DIR/monitor.NODE.csv and judge them at "
+      "the end (the Health block, plaunch report); 0 turns it off (default: 1).", "1", 0 },
+    { "monitor-config", NULL, NULL, 1, s_set_monitor_config, "FILE",
+      "The health diagnosis thresholds ([monitor] section; see conf/monitor.ini for the keys and defaults).", NULL,
+      0 },
+    { "preflight", NULL, NULL, 1, s_set_preflight, "on|strict|off",
+      "GPU checks before any worker starts (the GPUs exist and answer; retired pages, row remaps, ECC errors, other "
+      "processes on them; the driver's CUDA version): one line per finding; strict refuses to start on any "
+      "(default: on).", "on", 0 },
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },

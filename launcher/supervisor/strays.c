@@ -72,7 +72,7 @@ static int s_strays(struct pidset *ps, const struct job *job)
         while (i < ps->len && ps->buf[i] != ' ' && ps->buf[i] != '\n')
             i++;
         i++;
-        if (!whole || pid <= 0 || pid == sentinel_pid())
+        if (!whole || pid <= 0 || pid == sentinel_pid() || (job->monitor_pid > 0 && pid == job->monitor_pid))
             continue;
         int worker = 0;
         for (int w = 0; w < job->nworkers && !worker; w++)

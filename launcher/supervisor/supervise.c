@@ -384,6 +384,8 @@ static void s_reap(struct sup *s)
         else if (pid == sentinel_pid())
             log_warn("the orphan sentinel (pid %d) died; workers are still tied to plaunch by PDEATHSIG",
                      (int)pid);
+        else if (pid == s->job->monitor_pid)
+            s->job->monitor_pid = 0; /* the monitor sees its sampler's pipe close; the number is no longer ours */
         /* else: a descendant re-parented to us as subreaper; reaping it is all there is to do. */
     }
 }
