@@ -10,9 +10,12 @@
 
 #define MON_CSV_LINE_MAX 1024
 
-/* The header line (with its newline). */
+/* The header line (with its newline): v1_time_unix_ms,node, then mon_sample's fields in their order (rank, ...,
+ * host_avail_frac; gpu_util as gpu_util_pct). */
 const char *mon_csv_header(void);
-/* One row for s on node (with its newline) into buf; its length, or -1 when it does not fit. */
+/* One row for s on node (with its newline) into buf; its length, or -1 when it does not fit, or when node is empty or
+ * node, gpu or pci hold a comma, a quote or a control character (refused, never quoted). Numbers: "%.7g" in the C
+ * locale, whole numbers as such; an unknown value (NAN, -1) is an empty field. */
 int mon_csv_format(const struct mon_sample *s, const char *node, char *buf, size_t cap);
 /* Parses one row (without or with its newline) into s and node (MON_NODE_MAX); 0, or -1 with a message naming
  * the column. The header line is not a row (-1, "header"): callers check mon_csv_is_header first. */

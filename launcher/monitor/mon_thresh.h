@@ -15,6 +15,7 @@ struct mon_thresh {
     /* straggler: a rank whose GPU busy (or host CPU, for CPU workers) is off the median of its peers by more
      * than straggler_frac (relative), with at least straggler_min_ranks ranks */
     double straggler_frac;      /* default 0.25 */
+    double straggler_min_pct;   /* and by at least this many points of % (default 10): 2 % against 1 % is noise */
     int straggler_min_ranks;    /* default 3 */
     /* memory growth: a least-squares slope of at least growth_mib_min MiB/min that held for at least
      * growth_min_s and added at least growth_min_mib in all */
@@ -27,12 +28,15 @@ struct mon_thresh {
     /* memory near full: device memory at or above near_full_frac of its total in any steady sample */
     double near_full_frac;      /* default 0.95 */
     double host_near_full_frac; /* host RAM: the node's MemAvailable below 1 - this of MemTotal (default 0.95) */
+    /* ECC: any uncorrectable error is a finding; corrected ones when more than this many came during the job */
+    double ecc_corrected_max;   /* default 1000 */
 };
 
 /* The defaults. */
 void mon_thresh_default(struct mon_thresh *t);
 /* Reads the [monitor] section of path over *t (keys as the field names, e.g. util_low = 60); 0, or -1 with a message
- * naming file:line and the key. A missing file is an error; an unknown key too. */
+ * naming file:line and the key. A missing file is an error; an unknown key or section too; *t is left as it was.
+ * The file is read within OPTFILE_MAX_CONFIG (1 MiB); a FIFO or device is refused. */
 int mon_thresh_read(const char *path, struct mon_thresh *t, char *err, size_t errlen);
 
 #endif
