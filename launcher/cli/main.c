@@ -22,6 +22,7 @@
 #include "jobsetup.h"
 #include "log.h"
 #include "loop.h"
+#include "mon_sampler.h"
 #include "opts.h"
 #include "output.h"
 #include "sentinel.h"
@@ -157,6 +158,9 @@ out:
 
 int main(int argc, char **argv)
 {
+    /* The monitor's sampler, exec'ed by the agent (launcher/monitor/mon_sampler.c); not for users. */
+    if (argc > 1 && strcmp(argv[1], "__monitor") == 0)
+        return mon_sampler_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "certs") == 0)
         return cmd_certs(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "token") == 0)

@@ -6,7 +6,9 @@
 
 #include <stdint.h>
 
-#define MON_GPU_MAX 32  /* a CUDA_VISIBLE_DEVICES entry ("3", "GPU-7f2c...", "MIG-...") */
+/* A CUDA_VISIBLE_DEVICES entry ("3", "GPU-7f2c...", "MIG-...") with its NUL: a GPU UUID is 40 characters ("GPU-"
+ * and 36), a MIG one 40 too, or up to 56 in the older "MIG-GPU-<uuid>/GI/CI" form. */
+#define MON_GPU_MAX 64
 #define MON_PCI_MAX 20  /* a PCI bus id, "00000000:3B:00.0" */
 #define MON_NODE_MAX 64 /* a node's name as the CSV and the Health block show it */
 
