@@ -133,8 +133,10 @@ static void s_take(agent_mon_t *m, int n)
         int k = s->local_rank;
         if (k < 0 || k >= m->nseries)
             continue; /* the sampler answers for the targets it was given: anything else is dropped */
-        if (!m->series[k] && (m->series[k] = malloc(sizeof *m->series[k])) != NULL)
+        if (!m->series[k] && (m->series[k] = malloc(sizeof *m->series[k])) != NULL) {
             mon_series_init(m->series[k], s->rank, m->job->node_label);
+            m->series[k]->idle_util = m->job->mon_thresh.idle_util;
+        }
         if (m->series[k])
             mon_series_add(m->series[k], s);
         int len = mon_csv_format(s, m->job->node_label, line, sizeof line);

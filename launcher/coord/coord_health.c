@@ -62,7 +62,7 @@ int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
     int max = 4 * cs->nhealth + 16;
     struct mon_finding *f = calloc((size_t)max, sizeof *f);
     int nf = f ? mon_diag_job(cs->health, cs->nhealth, th, f, max) : 0;
-    mon_diag_block(cs->health, cs->nhealth, f, nf, buf, cap);
+    mon_diag_block(cs->health, cs->nhealth, th, f, nf, buf, cap);
     free(f);
     int judged = 0;
     for (int i = 0; i < cs->nhealth && !judged; i++)
