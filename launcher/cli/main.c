@@ -12,6 +12,7 @@
 
 #include "cmd_certs.h"
 #include "cmd_probe.h"
+#include "cmd_report.h"
 #include "cmd_token.h"
 #include "creds.h"
 #include "sched_srun.h"
@@ -167,5 +168,7 @@ int main(int argc, char **argv)
         return cmd_token(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "probe") == 0)
         return cmd_probe(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "report") == 0)
+        return cmd_report(argc - 1, argv + 1);
     return s_run(argc, argv);
 }

@@ -1,0 +1,147 @@
+/* cmd_report: `plaunch report LOGDIR`: reads a finished or running job's monitor files and logs, prints the per-rank
+ * table, the findings and the root cause, and writes the JSON (schema: mon_report_out.h) and HTML reports. */
+#include "cmd_report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mon_html.h"
+#include "mon_report.h"
+#include "mon_report_out.h"
+#include "mon_thresh.h"
+
+static const char S_USAGE[] =
+    "usage: plaunch report LOGDIR [--json FILE] [--html FILE] [--monitor-config FILE]\n"
+    "\n"
+    "The health of a finished or running job from its log directory: every node's monitor.NODE.csv (written with\n"
+    "--monitor) and the root cause in plaunch.log / plaunch.NODE.log. Prints a per-rank table, the findings (the\n"
+    "Health block) and the root cause.\n"
+    "  --json FILE            write the report as JSON (- = stdout, instead of the table)\n"
+    "  --html FILE            write a self-contained HTML page with the time-series charts (- = stdout)\n"
+    "  --monitor-config FILE  the diagnosis thresholds ([monitor] section, conf/monitor.ini; default: built in,\n"
+    "                         or PLAUNCH_MONITOR_CONFIG)\n"
+    "Exit status: 0 read and judged; 1 a file or line was refused (the report is made from the rest);\n"
+    "2 bad usage, thresholds or output path, or no monitor file in LOGDIR.\n";
+
+static int s_usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "plaunch report: %s%s%s\n%.*s(plaunch report --help)\n", msg, arg ? " " : "", arg ? arg : "",
+            (int)(strchr(S_USAGE, '\n') - S_USAGE + 1), S_USAGE);
+    return 2;
+}
+
+/* path.tmp.PID, created afresh (never a planted link), renamed over path once complete; "-" is stdout. */
+static FILE *s_open(const char *path, char *tmp, size_t cap)
+{
+    if (strcmp(path, "-") == 0)
+        return stdout;
+    snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        fprintf(stderr, "plaunch report: %s: cannot write: %s; pick a path in a writable directory\n", path,
+                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+    }
+    return f;
+}
+
+static int s_commit(FILE *f, const char *tmp, const char *path, int ok)
+{
+    if (f == stdout)
+        return fflush(stdout) == 0 && ok ? 0 : -1;
+    int bad = ferror(f) || !ok;
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        fprintf(stderr, "plaunch report: %s: write failed: %s\n", path,
+                !ok ? "out of memory" : strerror(errno ? errno : EIO));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int s_write_json(const char *path, const struct mon_report *r)
+{
+    char tmp[PATH_MAX + 32];
+    char *text = mon_report_out_json(r);
+    FILE *f = s_open(path, tmp, sizeof tmp);
+    if (f && text)
+        fprintf(f, "%s\n", text);
+    free(text);
+    return f ? s_commit(f, tmp, path, text != NULL) : -1;
+}
+
+static int s_write_html(const char *path, const struct mon_report *r)
+{
+    char tmp[PATH_MAX + 32];
+    FILE *f = s_open(path, tmp, sizeof tmp);
+    return f ? s_commit(f, tmp, path, mon_html_page(f, r) == 0) : -1;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "json", required_argument, NULL, 'j' },
+        { "html", required_argument, NULL, 'H' },
+        { "monitor-config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *json = NULL, *html = NULL, *config = getenv("PLAUNCH_MONITOR_CONFIG");
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = optarg; break;
+        case 'H': html = optarg; break;
+        case 'c': config = optarg; break;
+        case 'h': fputs(S_USAGE, stdout); return 0;
+        case ':': return s_usage_error("missing value for", argv[optind - 1]);
+        default: return s_usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return s_usage_error(optind == argc ? "which log directory?" : "one log directory only; extra:",
+                             optind == argc ? NULL : argv[optind + 1]);
+    struct mon_thresh th;
+    char err[PATH_MAX + 512];
+    mon_thresh_default(&th);
+    if (config && config[0] && mon_thresh_read(config, &th, err, sizeof err) < 0) {
+        fprintf(stderr, "plaunch report: %s\n", err);
+        return 2;
+    }
+    static struct mon_report r;
+    int rc = mon_report_read(argv[optind], &th, &r, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "plaunch report: %s\n", err);
+        mon_report_free(&r);
+        return rc == -2 ? 2 : 1;
+    }
+    if (mon_report_judge(&r, &th) < 0) {
+        fprintf(stderr, "plaunch report: out of memory judging %d ranks\n", r.nranks);
+        mon_report_free(&r);
+        return 1;
+    }
+    for (int i = 0; i < r.nnotes; i++)
+        fprintf(stderr, "plaunch report: warning: %s\n", r.notes[i]);
+    if (r.notes_dropped)
+        fprintf(stderr, "plaunch report: warning: and %d more refused lines or files\n", r.notes_dropped);
+    int to_stdout = (json && strcmp(json, "-") == 0) || (html && strcmp(html, "-") == 0);
+    if (!to_stdout)
+        mon_report_out_text(stdout, &r);
+    int bad_out = (json && s_write_json(json, &r) < 0) | (html && s_write_html(html, &r) < 0);
+    if (!to_stdout && fflush(stdout) != 0)
+        bad_out = 1;
+    int code = bad_out ? 2 : r.errors ? 1 : 0;
+    mon_report_free(&r);
+    return code;
+}

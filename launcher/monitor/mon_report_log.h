@@ -1,0 +1,32 @@
+/* mon_report_log: what a job's plaunch logs say about its end, for plaunch report: the root-cause block ("plaunch:
+ * ===== job ID failed: root cause =====" and its indented lines) and the Health block ("plaunch: ===== health ..."
+ * or the one line "plaunch: health: ..."), from LOG_DIR/plaunch.log or plaunch.NODE.log. The logs hold what programs
+ * wrote (a worker's last lines), so the text is cleaned for terminals, HTML and JSON. */
+#ifndef PLAUNCH_MON_REPORT_LOG_H
+#define PLAUNCH_MON_REPORT_LOG_H
+
+#include <stddef.h>
+
+#define MON_REPORT_LOG_BLOCK (16u << 10) /* a block's text; longer ones are cut with a note */
+#define MON_REPORT_LOG_LINE 4096         /* a log line; longer ones are cut */
+#define MON_REPORT_LOG_NOTES 4
+#define MON_REPORT_LOG_NOTE_LEN 400
+
+struct mon_report_log {
+    char *root_cause, *health;    /* malloc'ed, cleaned (mon_report_log_clean); NULL: none */
+    char file[80];                /* the log the root cause came from */
+    char notes[MON_REPORT_LOG_NOTES][MON_REPORT_LOG_NOTE_LEN]; /* logs refused or unreadable */
+    int nnotes, notes_dropped;
+};
+
+/* Reads the plaunch logs of the directory dfd (named dir in the notes) into lg (zeroed first): the last blocks of
+ * the first log (plaunch.log, then plaunch.NODE.log by name) that has one. Only the bytes a log held when it was
+ * opened are read; a log that is not a regular file (a link, a FIFO) is refused with a note. */
+void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg);
+/* Frees lg's blocks; safe twice. */
+void mon_report_log_free(struct mon_report_log *lg);
+/* s made safe to print in place: control characters but tab and newline become '?', and so does every byte of
+ * an invalid UTF-8 sequence. */
+void mon_report_log_clean(char *s);
+
+#endif
