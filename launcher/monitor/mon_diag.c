@@ -220,9 +220,12 @@ int mon_diag_rank(const struct mon_series *ser, const struct mon_thresh *th, str
     int use_proc = 0;
     for (int i = a; i < len; i++)
         use_proc |= !isnan(mon_series_get(ser, i, NULL)->gpu_mem_proc_mib);
-    s_fit(ser, a, len, offsetof(struct mon_sample, rss_mib), out->steady_s, &out->rss_slope_mib_min, &out->rss_r2,
+    /* the newest sample is often taken while the worker exits and frees its memory: a leak that ends in a drop
+     * would fail the straight-line test, so a lone newest sample stays out of the memory fits */
+    int fit_len = lp->samples == 1 && len - a > 3 ? len - 1 : len;
+    s_fit(ser, a, fit_len, offsetof(struct mon_sample, rss_mib), out->steady_s, &out->rss_slope_mib_min, &out->rss_r2,
           &out->rss_first_mib, &out->rss_last_mib);
-    s_fit(ser, a, len, use_proc ? offsetof(struct mon_sample, gpu_mem_proc_mib)
+    s_fit(ser, a, fit_len, use_proc ? offsetof(struct mon_sample, gpu_mem_proc_mib)
                                 : offsetof(struct mon_sample, gpu_mem_used_mib),
           out->steady_s, &out->gmem_slope_mib_min, &out->gmem_r2, &out->gmem_first_mib, &out->gmem_last_mib);
     return 0;

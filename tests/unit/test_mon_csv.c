@@ -160,7 +160,7 @@ static void test_csv_bad_columns_named(void **state)
     s_expect_bad_column(3, "3.5", "column 3 (rank)");
     s_expect_bad_column(3, "99999999999", "column 3 (rank)");
     s_expect_bad_column(2, "", "column 2 (node) is empty");
-    s_expect_bad_column(6, "GPU-0123456789abcdef0123456789abcdef", "column 6 (gpu)");
+    s_expect_bad_column(6, "GPU-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "column 6 (gpu)");
     s_expect_bad_column(6, "\033[31m", "column 6 (gpu)");
     s_expect_bad_column(29, "1.5", "column 29 (host_avail_frac)");
     s_expect_bad_column(19, "-5", "column 19 (throttle)");
