@@ -28,6 +28,7 @@ void mon_thresh_default(struct mon_thresh *t)
     t->growth_min_mib = 256;
     t->growth_r2 = 0.8;
     t->throttle_frac = 0.1;
+    t->throttle_clock_frac = 0.95;
     t->near_full_frac = 0.95;
     t->host_near_full_frac = 0.95;
     t->ecc_corrected_max = 1000;
@@ -59,6 +60,7 @@ static const struct s_key s_keys[] = {
     { S_D(growth_min_mib), 0, 0, 1e12, "MiB" },
     { S_D(growth_r2), 0, 0, 1, "a share of the variance" },
     { S_D(throttle_frac), 1, 0, 1, "a share of the time" },
+    { S_D(throttle_clock_frac), 1, 0, 1, "a share of the maximum SM clock" },
     { S_D(near_full_frac), 1, 0, 1, "a share of the device's memory" },
     { S_D(host_near_full_frac), 1, 0, 1, "a share of the node's RAM" },
     { S_D(ecc_corrected_max), 0, 0, 1e15, "corrected errors" },
