@@ -30,6 +30,10 @@ struct mon_thresh {
     /* memory near full: device memory at or above near_full_frac of its total in any steady sample */
     double near_full_frac;      /* default 0.95 */
     double host_near_full_frac; /* host RAM: the node's MemAvailable below 1 - this of MemTotal (default 0.95) */
+    /* step rates (reported by the ranks: plaunch_progress, PLAUNCH_PROGRESS_FILE): a rank whose steps per second over
+     * the last step_window_s stay below step_rate_frac of the median of at least 3 ranks is a straggler */
+    double step_rate_frac;      /* default 0.8 */
+    double step_window_s;       /* default 60 */
     /* ECC: any uncorrectable error is a finding; corrected ones when more than this many came during the job */
     double ecc_corrected_max;   /* default 1000 */
 };

@@ -74,6 +74,12 @@ long opts_heartbeat_tick_ms(const struct opts *o)
     return t * 1000 < 1 ? 1 : (long)(t * 1000);
 }
 
+long opts_hang_tick_ms(const struct opts *o)
+{
+    long ms = (long)(o->hang_timeout * 1000 / 4);
+    return ms < 250 ? 250 : ms > 10000 ? 10000 : ms;
+}
+
 void opts_usage(const char *prog)
 {
     printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"
