@@ -1,6 +1,7 @@
 /* coord_priv: the coordinator's state, shared by its floors. Not for other modules. Calls go down only, floor by floor:
  *   coord_server.c   the public face (coord_server.h); builds the transport with the handlers below
  *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (coord.c)
+ *   coord_hang.c     the hang watch: progress reports, the verdict, stacks, --on-hang (calls coord_end.c)
  *   coord_end.c      the end of generations and of the job: restarts, losses, verdicts, the summary
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only

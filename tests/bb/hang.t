@@ -57,6 +57,39 @@ is "$rc" 124 "C workers stuck in a function: exit status 124"
 like "$(cat "$T/c1/hang.0.txt" 2>/dev/null)" "stuck_in_named_function" "... their native stack names the function"
 like "$(cat "$T/c1/hang.0.txt" 2>/dev/null)" "pl_stuck.c:[0-9]+" "... with its file and line"
 
+# ---- two nodes: the hung rank on node 2, found from the coordinator on node 1 --------------------------------
+cat >mn_hang.py <<'W'
+import os, time
+def waiting_for_the_others():
+    time.sleep(3600)
+def stuck_on_node_two():
+    time.sleep(3600)
+print("rank", os.environ["RANK"], "up", flush=True)
+stuck_on_node_two() if os.environ["RANK"] == "3" else waiting_for_the_others()
+W
+if [ "$(id -u)" = 0 ]; then
+    . "$PLAUNCH_SRC/scripts/netns.sh"
+    NS="pha$$"; NS=${NS:0:8}
+    netns_down "$NS" 2 >/dev/null 2>&1
+    trap 'netns_down "$NS" 2; _bb_cleanup' EXIT
+    netns_up "$NS" 2 29
+    export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    for i in 2 1; do
+        ip netns exec "$NS$i" unshare --uts sh -c 'hostname "$0" && exec "$@"' "node$i" timeout -k 5 60 "$PLAUNCH" \
+            --nnodes 2 --node-rank $((i - 1)) --master "$(netns_addr "$NS" 1):29451" --nproc-per-node 2 \
+            --hang-timeout 3 --on-hang stop --log-dir "$T/m$i" "$PY" "$T/mn_hang.py" >"$T/m$i.out" 2>"$T/m$i.err" &
+        echo $! >"pid.$i"
+    done
+    wait "$(cat pid.1)"; rc1=$?; wait "$(cat pid.2)"; rc2=$?
+    is "$rc1 $rc2" "124 124" "two nodes, rank 3 on node 2 hung: both exit 124"
+    like "$(cat "$T/m1.err")" "rank 3 .*stuck_on_node_two" "the coordinator on node 1 names rank 3 in stuck_on_node_two"
+    like "$(cat "$T/m1/hang.0.txt" 2>/dev/null)" "node2" "... hang.0.txt on node 1 says which node rank 3 is on"
+    netns_down "$NS" 2
+    trap _bb_cleanup EXIT
+else
+    for k in 1 2 3; do ok 0 "# SKIP two nodes need root (network namespaces)"; done
+fi
+
 # ---- no false alarm ---------------------------------------------------------------------------------------
 cat >steps.py <<'W'
 import os, sys, time
