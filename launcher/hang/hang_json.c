@@ -163,11 +163,48 @@ out:
     return text;
 }
 
+static size_t s_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* A lower bound of the frames' share of l's encoding (their strings alone): a level whose bound is past max is
+ * not encoded at all, so a big trace costs one or two encodings, not eight. */
+static size_t s_floor(const struct hang_trace *t, const struct s_lim *l)
+{
+    size_t sum = 0, str = (size_t)l->str - 1;
+    int primary = hang_trace_primary(t);
+    for (int i = 0; i < t->nprocs; i++) {
+        const struct hang_proc *p = &t->procs[i];
+        int prim = i == primary;
+        if (!prim && l->np_threads <= 0)
+            continue; /* dropped, or its header alone */
+        for (int py = 0; py < 2; py++) {
+            const struct hang_thread *ths = py ? p->py : p->threads;
+            int n = py ? p->npy : p->nthreads, kept = 0;
+            int main = prim ? (py ? hang_trace_main_python(p) : hang_trace_main_native(p)) : 0;
+            for (int k = 0; k < n; k++) {
+                int is_main = k == main, frames;
+                if (!is_main && kept >= (prim ? l->other_threads : l->np_threads - 1))
+                    continue;
+                kept += !is_main;
+                frames = prim ? (is_main ? l->main_frames : l->other_frames) : l->np_frames;
+                for (int f = 0; f < ths[k].nframes && f < frames; f++)
+                    sum += s_min(strlen(ths[k].frames[f].fn), str) + s_min(strlen(ths[k].frames[f].file), str) +
+                           s_min(strlen(ths[k].frames[f].module), str);
+            }
+        }
+    }
+    return sum;
+}
+
 char *hang_json_encode(const struct hang_trace *t, const struct hang_json_rank *who, size_t max)
 {
     if (max && max < HANG_JSON_MIN)
         return NULL;
     for (size_t k = 0; k < S_NLIMS; k++) {
+        if (max && k + 1 < S_NLIMS && s_floor(t, &s_lims[k]) > max)
+            continue;
         char *text = s_encode(t, who, &s_lims[k]);
         if (!text || !max || strlen(text) <= max)
             return text;
@@ -192,11 +229,15 @@ static const char *s_type(const json_t *v)
     return v ? names[json_typeof(v)] : "nothing";
 }
 
-/* Every key of o is one of allowed (NULL-terminated). */
+/* o is an object and every key of it is one of allowed (NULL-terminated). */
 static int s_keys(const json_t *o, const char *const *allowed, const char *where, char *err, size_t errlen)
 {
     const char *key;
     json_t *v;
+    if (!json_is_object(o)) {
+        snprintf(err, errlen, "stacks: %s: expected an object, found %s", where, s_type(o));
+        return -1;
+    }
     json_object_foreach((json_t *)o, key, v) {
         int known = 0;
         for (const char *const *a = allowed; *a && !known; a++)
@@ -288,14 +329,6 @@ static int s_array(const json_t *o, const char *key, size_t max, json_t **out, c
     return (int)json_array_size(v);
 }
 
-static int s_object(const json_t *v, const char *where, char *err, size_t errlen)
-{
-    if (json_is_object(v))
-        return 0;
-    snprintf(err, errlen, "stacks: %s: expected an object, found %s", where, s_type(v));
-    return -1;
-}
-
 static int s_frame(struct hang_trace *t, struct hang_thread *th, const json_t *o, int py, const char *where, char *err,
                    size_t errlen)
 {
@@ -304,7 +337,7 @@ static int s_frame(struct hang_trace *t, struct hang_thread *th, const json_t *o
     char fn[HANG_STR_MAX], file[HANG_STR_MAX], module[HANG_SHORT_MAX];
     long long line = 0, offset = 0;
     fn[0] = file[0] = module[0] = '\0';
-    if (s_object(o, where, err, errlen) < 0 || s_keys(o, py ? py_keys : keys, where, err, errlen) < 0 ||
+    if (s_keys(o, py ? py_keys : keys, where, err, errlen) < 0 ||
         s_str(t, o, "fn", HANG_STR_MAX, NULL, fn, where, err, errlen) < 0 ||
         s_str(t, o, "file", HANG_STR_MAX, NULL, file, where, err, errlen) < 0 ||
         s_int(o, "line", 0, 1000000000, 0, &line, where, err, errlen) < 0 ||
@@ -326,7 +359,7 @@ static int s_dthread(struct hang_trace *t, struct hang_proc *p, const json_t *o,
     char at[192];
     long long tid = 0;
     json_t *fa;
-    if (s_object(o, where, err, errlen) < 0 || s_keys(o, keys, where, err, errlen) < 0 ||
+    if (s_keys(o, keys, where, err, errlen) < 0 ||
         s_int(o, "tid", 0, S_PID_MAX, 1, &tid, where, err, errlen) < 0)
         return -1;
     struct hang_thread *th = hang_trace_add_thread(t, p, py, (int)tid);
@@ -357,7 +390,7 @@ static int s_dproc(struct hang_trace *t, const json_t *o, const char *where, cha
     char at[192];
     long long pid = 0, ppid = 0, root = 0, total = 0;
     json_t *ta = NULL, *pa = NULL;
-    if (s_object(o, where, err, errlen) < 0 || s_keys(o, keys, where, err, errlen) < 0 ||
+    if (s_keys(o, keys, where, err, errlen) < 0 ||
         s_int(o, "pid", 1, S_PID_MAX, 1, &pid, where, err, errlen) < 0 ||
         s_int(o, "ppid", 0, S_PID_MAX, 0, &ppid, where, err, errlen) < 0 ||
         s_int(o, "root", 0, S_PID_MAX, 0, &root, where, err, errlen) < 0 ||
@@ -442,7 +475,7 @@ struct hang_trace *hang_json_decode(const char *text, size_t len, struct hang_js
         return NULL;
     }
     t = hang_trace_new();
-    if (!t || s_object(root, "document", err, errlen) < 0 || s_keys(root, keys, "document", err, errlen) < 0 ||
+    if (!t || s_keys(root, keys, "document", err, errlen) < 0 ||
         s_int(root, "v", 1, 1, 1, &v, "document", err, errlen) < 0 ||
         s_dwho(t, root, who, has_who ? has_who : &have, err, errlen) < 0 ||
         s_str(t, root, "cut", HANG_ERR_MAX * 2, &t->cut, NULL, "document", err, errlen) < 0)
