@@ -16,13 +16,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hang_json.h"
+#include "hang_pytb.h"
 #include "log.h"
 #include "wire.h"
 
 extern char **environ;
 
 #define AH_OUT_MAX (4u << 20)     /* one __stacks answer */
-#define AH_PY_MAX (16u << 10)     /* the faulthandler text kept per rank */
 #define AH_TAIL (256u << 10)      /* the end of a rank's log searched for it */
 #define AH_SEND_MAX (60u << 10)   /* one rank's REPORT "stacks" */
 #define AH_ABORT_MS 2500          /* CPython ranks have this long to print their tracebacks and end */
@@ -372,8 +373,9 @@ static int s_native_deadline(loop_t *loop, int id, void *arg)
 
 /* ---- the answers ------------------------------------------------------------------------------------- */
 
-/* The faulthandler dump at the end of this generation's part of the rank's log, at most AH_PY_MAX bytes: "" none. */
-static char *s_python_text(const struct worker *wk)
+/* The end of this generation's part of the rank's log (at most AH_TAIL bytes, malloc'ed, *len set), where
+ * faulthandler's dump is; NULL when the log cannot be read. */
+static char *s_log_tail(const struct worker *wk, size_t *len)
 {
     struct stat st;
     if (wk->log_fd < 0 || fstat(wk->log_fd, &st) < 0)
@@ -389,43 +391,38 @@ static char *s_python_text(const struct worker *wk)
         return NULL;
     }
     b[n] = '\0';
-    char *at = NULL;
-    for (char *p = b; (p = memmem(p, (size_t)n - (size_t)(p - b), "Fatal Python error:", 19)) != NULL; p++)
-        at = p;
-    char *out = at ? strndup(at, AH_PY_MAX) : strdup("");
-    free(b);
-    return out;
+    *len = (size_t)n;
+    return b;
 }
 
+/* One rank's REPORT "stacks": its worker's tree from plaunch __stacks, its CPython processes' tracebacks from its
+ * log, within AH_SEND_MAX (hang_json drops the least telling frames first). */
 static void s_send_rank(agent_hang_t *h, struct ah_worker *w, const struct worker *wk)
 {
-    json_error_t e;
-    json_t *doc = json_object(), *native = w->len ? json_loadb(w->buf, w->len, 0, &e) : NULL;
-    char *py = s_python_text(wk);
-    json_object_set_new(doc, "rank", json_integer(w->rank));
-    json_object_set_new(doc, "local_rank", json_integer(w->local));
-    json_object_set_new(doc, "node", json_string(h->job->node_label));
-    json_object_set_new(doc, "gpu", json_string(wk->gpu));
-    json_object_set_new(doc, "pid", json_integer(w->pid));
-    if (native)
-        json_object_set_new(doc, "native", native);
-    else
-        json_object_set_new(doc, "native_error", json_string(w->truncated ? "the stacks were too large"
-                                                             : w->len ? "plaunch __stacks printed no JSON"
-                                                                      : "no answer from plaunch __stacks in time"));
-    json_object_set_new(doc, "python", json_string(py ? py : ""));
-    free(py);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    if (text && strlen(text) > AH_SEND_MAX && native) { /* too large: the Python part and a note, no native */
-        free(text);
-        json_object_del(doc, "native");
-        json_object_set_new(doc, "native_error", json_string("the native stacks were over the report's bound"));
-        text = json_dumps(doc, JSON_COMPACT);
+    char err[256] = "";
+    struct hang_json_rank who = { .rank = w->rank, .pid = (int)w->pid };
+    snprintf(who.node, sizeof who.node, "%s", h->job->node_label);
+    snprintf(who.gpu, sizeof who.gpu, "%s", wk->gpu);
+    struct hang_trace *t = w->len ? hang_json_decode(w->buf, w->len, NULL, NULL, err, sizeof err) : NULL;
+    if (!t) {
+        snprintf(who.error, sizeof who.error, "native stacks: %.200s",
+                 w->truncated ? "the answer of plaunch __stacks was too large"
+                 : w->len    ? err
+                             : "no answer from plaunch __stacks in time");
+        t = hang_trace_new();
     }
-    if (text && strlen(text) <= AH_SEND_MAX)
-        h->send(h->arg, "stacks", text, strlen(text));
-    free(text);
-    json_decref(doc);
+    size_t len = 0;
+    char *tail = t ? s_log_tail(wk, &len) : NULL;
+    if (tail && hang_pytb_attach(t, (int)w->pid, tail, len, err, sizeof err) < 0 && !who.error[0])
+        snprintf(who.error, sizeof who.error, "Python tracebacks: %s", err);
+    free(tail);
+    char *json = t ? hang_json_encode(t, &who, AH_SEND_MAX) : NULL;
+    if (json)
+        h->send(h->arg, "stacks", json, strlen(json));
+    else
+        log_warn("stacks: rank %d's stacks cannot be encoded (out of memory)", w->rank);
+    free(json);
+    hang_trace_destroy(&t);
 }
 
 static void s_send_all(agent_hang_t *h)
