@@ -276,7 +276,9 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
         return -1;
     }
     ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
-    if (!ac->hang && ac->job->opt.hang_timeout > 0) {
+    if (ac->hang)
+        ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
+    if ((!ac->hang || !ac->stacks) && ac->job->opt.hang_timeout > 0) {
         log_error("%s", err);
         return -1;
     }
@@ -392,6 +394,7 @@ static void s_teardown(void *arg)
     console_detach();
     agent_mon_destroy(&ac->mon);
     agent_hang_destroy(&ac->hang);
+    agent_stacks_destroy(&ac->stacks);
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     agent_ipc_destroy(&ac->ipc);
