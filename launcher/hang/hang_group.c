@@ -1,7 +1,8 @@
 /* hang_group: signatures, groups, odd ones out, informative frames, rank ranges, the summary and the full text. */
 #include "hang_group.h"
 
-#include <stdarg.h>
+#include "hang_text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,52 +25,6 @@ struct hang_group {
     char **sigs;
     struct s_grp *groups;
 };
-
-/* A growing text bounded by max; once full, appends are dropped and full is set. */
-struct s_buf {
-    char *p;
-    size_t len, cap, max;
-    int full, oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void s_put(struct s_buf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    size_t len = n < 0 ? 0 : (size_t)n >= sizeof tmp ? sizeof tmp - 1 : (size_t)n;
-    if (b->full || b->oom)
-        return;
-    if (b->len + len + 1 > b->max) {
-        b->full = 1;
-        return;
-    }
-    if (b->len + len + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 4096;
-        while (nc < b->len + len + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = nc;
-    }
-    memcpy(b->p + b->len, tmp, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-}
-
-static char *s_take(struct s_buf *b)
-{
-    if (b->oom || !b->p) {
-        free(b->p);
-        return b->oom ? NULL : strdup("");
-    }
-    return b->p;
-}
 
 /* The thread whose frames say where the rank is, and its process; NULL when there is none with frames. */
 static const struct hang_thread *s_main(const struct hang_trace *t, const struct hang_proc **proc, int *py)
@@ -97,15 +52,15 @@ static char *s_signature(const struct hang_trace *t)
     const struct hang_thread *th = s_main(t, &p, &py);
     if (!th)
         return NULL;
-    struct s_buf b = { .max = (size_t)HANG_FRAMES_MAX * (2 * HANG_STR_MAX + HANG_SHORT_MAX + 32) };
+    struct hang_text b = { .max = (size_t)HANG_FRAMES_MAX * (2 * HANG_STR_MAX + HANG_SHORT_MAX + 32) };
     for (int i = 0; i < th->nframes; i++) {
         const struct hang_frame *f = &th->frames[i];
         if (py)
-            s_put(&b, "P %s\t%s\t%d\n", f->fn, f->file, f->line);
+            hang_text_put(&b, "P %s\t%s\t%d\n", f->fn, f->file, f->line);
         else
-            s_put(&b, "N %s\t%s\t%s\n", f->fn, f->module, f->fn[0] ? f->file : "");
+            hang_text_put(&b, "N %s\t%s\t%s\n", f->fn, f->module, f->fn[0] ? f->file : "");
     }
-    return s_take(&b);
+    return hang_text_take(&b);
 }
 
 static int s_has(const char *hay, const char *needle)
@@ -347,7 +302,7 @@ static const char *s_str(const char *s)
 
 char *hang_group_summary(const hang_group_t *g)
 {
-    struct s_buf b = { .max = HANG_GROUP_SUMMARY_MAX };
+    struct hang_text b = { .max = HANG_GROUP_SUMMARY_MAX };
     char ranks[256], head[HANG_STR_MAX * 4 + 64], name[8];
     int odd = 0;
     for (int k = 0; k < g->ngroups; k++)
@@ -357,11 +312,11 @@ char *hang_group_summary(const hang_group_t *g)
         s_ranks(g, gr->first, gr->n, ranks, sizeof ranks);
         s_headline(g->ranks[g->order[gr->first].idx].trace, head, sizeof head);
         s_name(k, name, sizeof name);
-        s_put(&b, "%s%s %s%s stack %s (%s)%s", k ? "; " : "", gr->n > 1 ? "ranks" : "rank", ranks,
+        hang_text_put(&b, "%s%s %s%s stack %s (%s)%s", k ? "; " : "", gr->n > 1 ? "ranks" : "rank", ranks,
               gr->n > 1 ? " share" : ":", name, head, gr->odd ? odd == 1 ? " <- the odd one out" : " <- odd one out" : "");
     }
     if (g->ngroups > S_SUMMARY_GROUPS)
-        s_put(&b, "; %d more stacks", g->ngroups - S_SUMMARY_GROUPS);
+        hang_text_put(&b, "; %d more stacks", g->ngroups - S_SUMMARY_GROUPS);
     if (g->nostack) {
         int first = g->n - g->nostack;
         const struct hang_rank *r = &g->ranks[g->order[first].idx];
@@ -370,80 +325,32 @@ char *hang_group_summary(const hang_group_t *g)
                           : "nothing was captured";
         s_ranks(g, first, g->nostack, ranks, sizeof ranks);
         if (g->nostack > 1)
-            s_put(&b, "%sranks %s: no stack (rank %d: %.200s)", g->ngroups ? "; " : "", ranks, r->rank, why);
+            hang_text_put(&b, "%sranks %s: no stack (rank %d: %.200s)", g->ngroups ? "; " : "", ranks, r->rank, why);
         else
-            s_put(&b, "%srank %s: no stack (%.200s)", g->ngroups ? "; " : "", ranks, why);
+            hang_text_put(&b, "%srank %s: no stack (%.200s)", g->ngroups ? "; " : "", ranks, why);
     }
     if (b.full && b.len + 4 <= b.max) { /* cut: say so */
         b.full = 0;
-        s_put(&b, " ...");
+        hang_text_put(&b, " ...");
     }
-    return s_take(&b);
+    return hang_text_take(&b);
 }
 
-static void s_thread_text(struct s_buf *b, const struct hang_thread *th, int py)
+static void s_member_line(struct hang_text *b, const struct hang_rank *r)
 {
-    char where[HANG_STR_MAX * 2 + 32], tid[32] = "";
-    if (py && th->tid)
-        snprintf(tid, sizeof tid, " tid %d", th->tid);
-    if (py)
-        s_put(b, "    Python thread %s%s%s%s%s:\n", th->id[0] ? th->id : "?", tid, th->name[0] ? " " : "", th->name,
-              th->current ? " (current)" : "");
-    else
-        s_put(b, "    thread %d \"%s\"%s%s%s%s:\n", th->tid, th->name, th->state[0] ? " state " : "", th->state,
-              th->wchan[0] ? " in kernel " : "", th->wchan);
-    if (th->error[0])
-        s_put(b, "      (%s)\n", th->error);
-    for (int i = 0; i < th->nframes; i++) {
-        const struct hang_frame *f = &th->frames[i];
-        if (f->file[0])
-            snprintf(where, sizeof where, "%s:%d", f->file, f->line);
-        else
-            snprintf(where, sizeof where, "+0x%llx", (unsigned long long)f->offset);
-        s_put(b, "      #%-2d %s  %s%s%s\n", i, f->fn[0] ? f->fn : "??", py ? "" : f->module, py ? "" : " ", where);
-    }
-    if (th->cut)
-        s_put(b, "      ... (outer frames cut)\n");
-}
-
-static void s_trace_text(struct s_buf *b, const struct hang_trace *t)
-{
-    if (t->cut[0])
-        s_put(b, "  (left out to fit: %s)\n", t->cut);
-    for (int i = 0; i < t->nprocs; i++) {
-        const struct hang_proc *p = &t->procs[i];
-        s_put(b, "  process %d %s (%s), parent %d, state %s, %d thread%s%s\n", p->pid, p->comm[0] ? p->comm : "?",
-              p->exe[0] ? p->exe : "?", p->ppid, p->state[0] ? p->state : "?", p->threads_total,
-              p->threads_total == 1 ? "" : "s", p->python ? ", CPython" : "");
-        if (p->error[0])
-            s_put(b, "    (%s)\n", p->error);
-        if (p->npy || p->py_error[0])
-            s_put(b, "    Python stacks from %s%s%s%s\n", p->py_source[0] ? p->py_source : "?",
-                  p->py_error[0] ? " (" : "", p->py_error, p->py_error[0] ? ")" : "");
-        for (int k = 0; k < p->npy; k++)
-            s_thread_text(b, &p->py[k], 1);
-        for (int k = 0; k < p->nthreads; k++)
-            s_thread_text(b, &p->threads[k], 0);
-        if (p->threads_total > p->nthreads && p->nthreads > 0)
-            s_put(b, "    ... %d more threads not unwound\n", p->threads_total - p->nthreads);
-    }
-}
-
-static void s_member_line(struct s_buf *b, const struct hang_rank *r)
-{
-    s_put(b, "  rank %d  node %s  GPU %s  pid %d%s%s\n", r->rank, s_str(r->node)[0] ? r->node : "?",
+    hang_text_put(b, "  rank %d  node %s  GPU %s  pid %d%s%s\n", r->rank, s_str(r->node)[0] ? r->node : "?",
           s_str(r->gpu)[0] ? r->gpu : "-", r->pid, r->error && r->error[0] ? "  " : "", s_str(r->error));
 }
 
 char *hang_group_text(const hang_group_t *g, int generation)
 {
-    struct s_buf b = { .max = HANG_GROUP_TEXT_MAX };
+    struct hang_text b = { .max = HANG_GROUP_TEXT_MAX - 256 }; /* room for the closing note */
     char name[8], head[HANG_STR_MAX * 4 + 64], ranks[256];
     char *summary = hang_group_summary(g);
     int stacks_left_out = 0;
-    s_put(&b, "plaunch hang report, generation %d: %d rank%s, %d distinct stack%s\n\n", generation, g->n,
+    hang_text_put(&b, "plaunch hang report, generation %d: %d rank%s, %d distinct stack%s\n\n", generation, g->n,
           g->n == 1 ? "" : "s", g->ngroups, g->ngroups == 1 ? "" : "s");
-    s_put(&b, "%s\n", summary ? summary : "");
+    hang_text_put(&b, "%s\n", summary ? summary : "");
     free(summary);
     for (int k = 0; k < g->ngroups; k++) {
         const struct s_grp *gr = &g->groups[k];
@@ -451,29 +358,28 @@ char *hang_group_text(const hang_group_t *g, int generation)
         s_name(k, name, sizeof name);
         s_ranks(g, gr->first, gr->n, ranks, sizeof ranks);
         s_headline(first->trace, head, sizeof head);
-        s_put(&b, "\n== stack %s: %d rank%s (%s)%s: %s\n", name, gr->n, gr->n == 1 ? "" : "s", ranks,
+        hang_text_put(&b, "\n== stack %s: %d rank%s (%s)%s: %s\n", name, gr->n, gr->n == 1 ? "" : "s", ranks,
               gr->odd ? ", the odd one out" : "", head);
         for (int i = 0; i < gr->n; i++)
             s_member_line(&b, &g->ranks[g->order[gr->first + i].idx]);
-        /* Keep room for every group's ranks: the stacks go only while the budget lasts. */
-        if (b.len + (size_t)(g->n + 16) * 160 > b.max) {
-            stacks_left_out++;
-            continue;
-        }
-        s_put(&b, " stacks of rank %d (the group shares the main thread; other threads may differ):\n", first->rank);
-        s_trace_text(&b, first->trace);
+        /* Keep room for the headers and ranks of the groups still to come: stacks go while the budget lasts. */
+        size_t later = (size_t)(g->ngroups - k) * (sizeof head + 320) + (size_t)(g->n - gr->first) * 160;
+        stacks_left_out += hang_text_trace_within(&b, first->trace, later, first->rank) < 0;
     }
     if (g->nostack) {
-        s_put(&b, "\n== no stack: %d rank%s\n", g->nostack, g->nostack == 1 ? "" : "s");
+        hang_text_put(&b, "\n== no stack: %d rank%s\n", g->nostack, g->nostack == 1 ? "" : "s");
         for (int i = g->n - g->nostack; i < g->n; i++) {
             const struct hang_rank *r = &g->ranks[g->order[i].idx];
             s_member_line(&b, r);
-            if (r->trace && b.len + (size_t)(g->n + 16) * 160 <= b.max)
-                s_trace_text(&b, r->trace);
+            if (r->trace)
+                hang_text_trace_within(&b, r->trace, (size_t)(g->n - i) * 160, -1);
         }
     }
-    if (stacks_left_out)
-        s_put(&b, "\n(the stacks of %d group%s were left out to keep this file under %u bytes)\n", stacks_left_out,
+    int cut = b.full;
+    b.full = 0, b.max = HANG_GROUP_TEXT_MAX;
+    if (stacks_left_out || cut)
+        hang_text_put(&b, "\n(%s%d group%s were left out to keep this file under %u bytes)\n",
+              cut ? "ranks and stacks of some groups were cut; the stacks of " : "the stacks of ", stacks_left_out,
               stacks_left_out == 1 ? "" : "s", HANG_GROUP_TEXT_MAX);
-    return s_take(&b);
+    return hang_text_take(&b);
 }

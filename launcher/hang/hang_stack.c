@@ -144,8 +144,8 @@ static int s_thread(const struct hang_dw *dw, Dwfl *dwfl, const struct hang_hold
     return s_emit(&t, emit, arg);
 }
 
-/* Unwinds every thread of a held process. */
-static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, const struct hang_hold *h, int64_t deadline_ms,
+/* Unwinds every thread of a held process, then lets it go (before libdwfl's clean-up, which can take a while). */
+static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, struct hang_hold *h, int64_t deadline_ms,
                          hang_stack_emit_fn emit, void *arg)
 {
     char *debuginfo_path = NULL;
@@ -170,6 +170,7 @@ static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, const str
     int rc = 0;
     for (int i = 0; i < h->n && rc == 0; i++)
         rc = s_thread(dw, dwfl, h, i, err, deadline_ms, cache, emit, arg);
+    hang_proc_release(h);
     free(cache);
     if (dwfl)
         dw->end(dwfl);
@@ -215,9 +216,10 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
         for (int k = 0; k < nk && nq < HANG_TREE_MAX; k++)
             pids[nq] = kids[k], parents[nq++] = pid;
     }
+    /* Each one is let go once unwound: its children are held already, so their pids stay theirs. */
     for (int i = 0; i < nheld && rc == 0; i++)
         rc = s_unwind_proc(dw, dw_err, &held[i], o->deadline_ms, emit, arg);
     for (int i = 0; i < nheld; i++)
-        hang_proc_release(&held[i]);
+        hang_proc_release(&held[i]); /* those left when emit failed */
     return npy;
 }

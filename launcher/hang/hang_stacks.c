@@ -70,16 +70,16 @@ static void s_capture(struct s_stacks *s, struct s_kid *k, int fd)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != s->self)
         _exit(1);
-    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now;
-    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + span * 2 / 3 : k->deadline_ms,
-                                 .stop_ms = (int)s->stop_ms };
+    /* Its own deadline comes a little before the one it is killed at, so that it can say what ran late. */
+    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now, own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
+    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own, .stop_ms = (int)s->stop_ms };
     int py[HANG_TREE_MAX];
     int npy = hang_stack_capture(s->have_dw ? &s->dw : NULL, s->dw_err, k->root, &o, s_emit, &fd, py);
     for (int i = 0; s->pyspy[0] && i < npy; i++) {
         struct hang_trace *t = hang_trace_new();
         struct hang_proc *p = t ? hang_trace_add_proc(t, py[i], 0, k->root) : NULL;
         if (p) {
-            hang_pyspy_run(s->pyspy, t, p, k->deadline_ms);
+            hang_pyspy_run(s->pyspy, t, p, own);
             s_emit(t, &fd);
         }
         hang_trace_destroy(&t);

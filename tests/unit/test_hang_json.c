@@ -210,6 +210,17 @@ static void s_refused(const char *text, const char *why)
         fail_msg("'%s': expected a refusal naming '%s', got '%s'", text, why, t ? "accepted" : err);
 }
 
+/* prefix, then n objects {"key":1}, {"key":2}, ..., then suffix: refused naming why. */
+static void s_refused_many(char *big, size_t cap, const char *prefix, const char *key, int n, const char *suffix,
+                           const char *why)
+{
+    int o = snprintf(big, cap, "%s", prefix);
+    for (int i = 0; i < n; i++)
+        o += snprintf(big + o, cap - (size_t)o, "%s{\"%s\":%d}", i ? "," : "", key, i + 1);
+    snprintf(big + o, cap - (size_t)o, "%s", suffix);
+    s_refused(big, why);
+}
+
 static void test_hostile(void **state)
 {
     s_refused("", "not JSON");
@@ -248,21 +259,12 @@ static void test_hostile(void **state)
     memset(big + o, 'c', HANG_SHORT_MAX);
     snprintf(big + o + HANG_SHORT_MAX, cap - (size_t)o - HANG_SHORT_MAX, "\"}]}");
     s_refused(big, "procs[0].comm: a string of 128 bytes; at most 127");
-    o = snprintf(big, cap, "{\"v\":1,\"procs\":[{\"pid\":1,\"threads\":[");
-    for (int i = 0; i <= HANG_THREADS_MAX; i++)
-        o += snprintf(big + o, cap - (size_t)o, "%s{\"tid\":%d}", i ? "," : "", i + 1);
-    snprintf(big + o, cap - (size_t)o, "]}]}");
-    s_refused(big, "procs[0].threads: expected an array of at most 64");
-    o = snprintf(big, cap, "{\"v\":1,\"procs\":[{\"pid\":1,\"threads\":[{\"tid\":1,\"frames\":[");
-    for (int i = 0; i <= HANG_FRAMES_MAX; i++)
-        o += snprintf(big + o, cap - (size_t)o, "%s{\"fn\":\"f\"}", i ? "," : "");
-    snprintf(big + o, cap - (size_t)o, "]}]}]}");
-    s_refused(big, "procs[0].threads[0].frames: expected an array of at most 48");
-    o = snprintf(big, cap, "{\"v\":1,\"procs\":[");
-    for (int i = 0; i <= HANG_PROCS_MAX; i++)
-        o += snprintf(big + o, cap - (size_t)o, "%s{\"pid\":%d}", i ? "," : "", i + 1);
-    snprintf(big + o, cap - (size_t)o, "]}");
-    s_refused(big, "document.procs: expected an array of at most 1024");
+    s_refused_many(big, cap, "{\"v\":1,\"procs\":[{\"pid\":1,\"threads\":[", "tid", HANG_THREADS_MAX + 1, "]}]}",
+                   "procs[0].threads: expected an array of at most 64");
+    s_refused_many(big, cap, "{\"v\":1,\"procs\":[{\"pid\":1,\"threads\":[{\"tid\":1,\"frames\":[", "line",
+                   HANG_FRAMES_MAX + 1, "]}]}]}", "procs[0].threads[0].frames: expected an array of at most 48");
+    s_refused_many(big, cap, "{\"v\":1,\"procs\":[", "pid", HANG_PROCS_MAX + 1, "]}",
+                   "document.procs: expected an array of at most 1024");
     /* Deep nesting and a document past HANG_JSON_MAX. */
     memset(big, '[', cap - 1);
     big[cap - 1] = '\0';
