@@ -251,9 +251,13 @@ static int s_abort_poll(loop_t *loop, int id, void *arg)
     agent_stacks_t *h = arg;
     h->st_timer = 0;
     int left = 0;
-    for (int i = 0; i < h->nw; i++)
+    for (int i = 0; i < h->nw; i++) {
         for (int k = 0; k < h->w[i].npy; k++)
             left += !s_gone(h->w[i].py_pidfd[k]);
+        /* and its exit taken in by the supervisor, which drains its output pipe into the log first: the dump is
+         * in the file only then */
+        left += h->w[i].npy > 0 && h->job->workers[i].state == W_RUNNING && h->job->workers[i].pid == h->w[i].pid;
+    }
     if (left && loop_now_ns() < h->abort_until_ns) {
         h->st_timer = loop_timer_after_ms(loop, AS_POLL_MS, s_abort_poll, h);
         return 0;

@@ -234,7 +234,9 @@ static int s_verdict(coord_server_t *cs, struct coord_hang *h, uint64_t now, cha
             continue;
         for (int k = 0; k < h->nr; k++) {
             const struct hang_rank *q = &h->r[k];
-            if (k != i && q->step > r->step && now - q->step_ns < t_ns) {
+            /* q went past r and kept going for at least half the timeout after r stopped: ranks that stop
+             * together (all waiting for one) with different counts are not behind each other */
+            if (k != i && q->step > r->step && now - q->step_ns < t_ns && q->step_ns > r->step_ns + t_ns / 2) {
                 snprintf(why, cap, "rank %d's step stood at %lld for %.0f s (--hang-timeout %g) while rank %d went on "
                          "to step %lld", i, r->step, (double)(now - r->step_ns) / 1e9, cs->job->opt.hang_timeout, k,
                          q->step);

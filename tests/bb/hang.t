@@ -15,12 +15,24 @@ no_strays() { ! pgrep -f "$T/" >/dev/null; }
 
 # ---- torch gloo, 4 ranks: rank 2 hangs before the all_reduce the others wait in ------------------------------
 cat >gloo_hang.py <<'W'
-import datetime, os, time, torch, torch.distributed as dist
+import datetime, os, threading, time
 
 def stuck_in_load_batch():
     time.sleep(3600)
 
+# start-up (importing torch, the rendezvous) may take longer than the timeout on a loaded machine: a thread reports
+# steps until the process group is up, as a program with a long set-up would
+ready = threading.Event()
+def beat():
+    n = 0
+    while not ready.wait(0.5):
+        n += 1
+        with open(os.environ["PLAUNCH_PROGRESS_FILE"], "w") as f:
+            f.write("%d\n" % n)
+threading.Thread(target=beat, daemon=True).start()
+import torch, torch.distributed as dist
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
+ready.set()
 print("rank", dist.get_rank(), "ready", flush=True)
 if dist.get_rank() == 2:
     stuck_in_load_batch()
