@@ -50,6 +50,7 @@ struct coord_hang {
     char **stacks;                    /* by rank, the JSON its agent sent */
     size_t stacks_bytes;
     int stacks_dropped;
+    int bad;                          /* reports refused: the first few are logged, not one line per frame */
 };
 
 static void s_reset(coord_server_t *cs, struct coord_hang *h)
@@ -188,8 +189,9 @@ int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep
     }
     json_decref(doc);
     if (bad) {
-        log_warn("node %d (%s): progress report dropped: not a list of [rank, step, output age ms, step age ms] of "
-                 "this job's ranks", p->node_rank, p->host);
+        if (++h->bad <= 3)
+            log_warn("node %d (%s): progress report dropped: not a list of [rank, step, output age ms, step age ms] "
+                     "of this job's ranks", p->node_rank, p->host);
         return -1;
     }
     return 0;
@@ -360,8 +362,9 @@ int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *rep)
     }
     int rank = coord_hang_text_rank((const char *)rep->json.data, rep->json.len);
     if (rank < 0 || rank >= h->nr || rep->json.len > HANG_STACKS_MAX) {
-        log_warn("node %d (%s): stacks report dropped: not one rank's stacks of this job (at most %u KiB)",
-                 p->node_rank, p->host, HANG_STACKS_MAX >> 10);
+        if (++h->bad <= 3)
+            log_warn("node %d (%s): stacks report dropped: not one rank's stacks of this job (at most %u KiB)",
+                     p->node_rank, p->host, HANG_STACKS_MAX >> 10);
         return -1;
     }
     if (!h->stacks || h->stacks[rank] || h->stacks_bytes + rep->json.len > HANG_STACKS_ALL) {
