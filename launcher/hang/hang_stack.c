@@ -192,8 +192,9 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
         char pstate = '?';
         if ((hang_proc_stat(pid, pid, &pstate, &ppid) < 0 && q > 0) || (q > 0 && ppid != parents[q]))
             continue; /* gone, or no longer the child of the one we hold */
-        int64_t stop_by = hang_proc_now_ms() + o->stop_ms;
-        stop_by = stop_by < o->deadline_ms ? stop_by : o->deadline_ms;
+        /* At most half of what is left: a process that never stops leaves time for its children and the unwinding. */
+        int64_t now = hang_proc_now_ms(), half = o->deadline_ms > now ? (o->deadline_ms - now) / 2 : 0;
+        int64_t stop_by = now + (o->stop_ms < half ? o->stop_ms : half);
         err[0] = '\0';
         struct hang_hold *h = &held[nheld];
         if (hang_proc_hold(h, pid, stop_by, err, sizeof err) == 0) {

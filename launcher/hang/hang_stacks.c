@@ -257,9 +257,14 @@ static int s_on_deadline(loop_t *loop, int id, void *arg)
             s_kid_error(k, "the run's deadline passed during the capture: killed (what it had sent is kept)");
         } else if (k->pid == 0) {
             s_kid_error(k, "not captured: the run's deadline passed before its turn");
+            k->done = 1;
+            s->left--;
         }
     }
-    loop_timer_after_ms(loop, S_GRACE_MS, s_on_grace, s);
+    if (s->left == 0)
+        loop_stop(loop);
+    else
+        loop_timer_after_ms(loop, S_GRACE_MS, s_on_grace, s);
     return 0;
 }
 
@@ -287,7 +292,8 @@ static int s_args(struct s_stacks *s, int argc, char **argv, long *parent, int *
             *no_pyspy = 1;
         } else if (strcmp(a, "--deadline-ms") == 0 || strcmp(a, "--stop-ms") == 0 || strcmp(a, "--per-pid-ms") == 0 ||
                    strcmp(a, "--parent") == 0) {
-            long *dst = a[2] == 'd' ? &deadline : a[2] == 's' ? &stop : a[3] == 'e' ? &per : parent;
+            long *dst = strcmp(a, "--deadline-ms") == 0 ? &deadline : strcmp(a, "--stop-ms") == 0 ? &stop
+                        : strcmp(a, "--per-pid-ms") == 0 ? &per : parent;
             if (s_number(a, i + 1 < argc ? argv[i + 1] : NULL, dst == parent ? 1 : 10, dst == parent ? 4194304 : 600000,
                          dst) < 0)
                 return -1;
