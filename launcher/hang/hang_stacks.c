@@ -24,6 +24,10 @@
 #define S_PARALLEL 4              /* capture processes at once (each loads debug information) */
 #define S_LINE_MAX (512u << 10)   /* bytes of one part (a thread of 48 frames is ~30 KiB) */
 #define S_GRACE_MS 500            /* after the deadline: how long killed captures may take to be reaped */
+#define S_FRAMES_MAX (5u << 20)   /* bytes of parts before their frames are dropped, */
+#define S_THREADS_MAX (1u << 20)  /* and then their threads: with the processes' headers (1024 of < 1 KiB), the
+                                   * document stays under HANG_JSON_MAX */
+_Static_assert(S_FRAMES_MAX + S_THREADS_MAX + HANG_PROCS_MAX * 1024u < HANG_JSON_MAX, "the document fits its decoder");
 
 static const char s_usage[] =
     "Usage: plaunch __stacks [--deadline-ms N] [--stop-ms N] [--per-pid-ms N] [--parent PID] [--no-py-spy] PID...\n"
@@ -48,6 +52,7 @@ struct s_stacks {
     struct hang_trace *out;
     struct s_kid kids[HANG_STACKS_PIDS_MAX];
     int n, next, running, left, over, sfd;
+    size_t out_bytes; /* of the parts merged so far */
     int64_t deadline_ms, per_ms, stop_ms;
     pid_t self;
     struct hang_dw dw;
@@ -128,7 +133,17 @@ static void s_part(struct s_kid *k, const char *text, size_t len)
     }
     for (int i = 0; i < part->nprocs; i++)
         part->procs[i].root = k->root;
-    if (hang_trace_merge(k->s->out, part) < 0)
+    /* The document stays within what the agent decodes: frames go first, then threads; headers always fit. */
+    struct s_stacks *s = k->s;
+    if (s->out_bytes + len > S_FRAMES_MAX) {
+        hang_trace_strip(part, s->out_bytes + len <= S_FRAMES_MAX + S_THREADS_MAX);
+        s_kid_error(k, "the document reached its bound: frames (or threads) were left out");
+        char *left = hang_json_encode(part, NULL, 0);
+        len = left ? strlen(left) : len;
+        free(left);
+    }
+    s->out_bytes += len;
+    if (hang_trace_merge(s->out, part) < 0)
         s_kid_error(k, "the document is full: processes or threads were left out");
     hang_trace_destroy(&part);
 }

@@ -72,6 +72,9 @@ struct hang_proc *hang_trace_find(struct hang_trace *t, int pid);
 struct hang_thread *hang_trace_add_thread(struct hang_trace *t, struct hang_proc *p, int py, int tid);
 /* Drops p's Python threads (before a fresher source replaces them). */
 void hang_trace_clear_python(struct hang_trace *t, struct hang_proc *p);
+/* Drops every thread's frames (marking it cut), and with keep_threads 0 the threads themselves (Python and native):
+ * what is left is the processes' headers. */
+void hang_trace_strip(struct hang_trace *t, int keep_threads);
 /* Appends a frame (strings may be NULL); 0, or -1 when the thread is full or the trace's byte budget is spent
  * (the thread is then marked cut). */
 int hang_trace_add_frame(struct hang_trace *t, struct hang_thread *th, const char *fn, const char *file, int line,

@@ -199,6 +199,18 @@ static void test_bounded(void **state)
     assert_int_equal(out->procs[5].threads[9].nframes, HANG_FRAMES_MAX);
     hang_trace_destroy(&out);
     free(all);
+    /* Stripped (what __stacks does past its bound): threads without frames, then headers alone. */
+    hang_trace_strip(in, 1);
+    assert_int_equal(in->procs[3].nthreads, HANG_THREADS_MAX);
+    assert_int_equal(in->procs[3].threads[7].nframes, 0);
+    assert_true(in->procs[3].threads[7].cut);
+    assert_int_equal(in->procs[0].py[2].nframes, 0);
+    hang_trace_strip(in, 0);
+    assert_int_equal(in->procs[3].nthreads + in->procs[0].npy, 0);
+    assert_int_equal(in->procs[3].threads_total, 200);
+    all = hang_json_encode(in, NULL, 0);
+    assert_true(strlen(all) < HANG_TREE_MAX * 200);
+    free(all);
     hang_trace_destroy(&in);
 }
 
