@@ -195,7 +195,9 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
         snprintf(err, errlen, "pid %d: no such process (it exited)", pid);
         return -1;
     }
-    if (state == 'Z' || state == 'X') {
+    h->n = hang_proc_threads(pid, h->tid, HANG_THREADS_MAX, &h->total);
+    /* A main thread that called pthread_exit is a zombie too, while the other threads go on. */
+    if ((state == 'Z' || state == 'X') && h->total <= 1) {
         snprintf(err, errlen, "pid %d is a zombie: it exited and its parent has not reaped it", pid);
         return -1;
     }
@@ -203,7 +205,6 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);
-    h->n = hang_proc_threads(pid, h->tid, HANG_THREADS_MAX, &h->total);
     int seized = 0;
     for (int i = 0; i < h->n; i++) {
         char name[64];

@@ -158,10 +158,14 @@ static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, struct ha
     if (dw && (!dwfl || !cache)) {
         err = "out of memory for libdwfl";
     } else if (dw) {
+        /* Through a stopped thread: a main thread that exited (a zombie leader) has no memory map left. */
+        int via = h->pid;
+        for (int i = h->n - 1; i >= 0; i--)
+            via = h->st[i] == HANG_HOLD_STOPPED ? h->tid[i] : via;
         dw->report_begin(dwfl);
-        int r = dw->proc_report(dwfl, h->pid);
+        int r = dw->proc_report(dwfl, via);
         dw->report_end(dwfl, NULL, NULL);
-        if (r != 0 || dw->proc_attach(dwfl, h->pid, true) != 0) {
+        if (r != 0 || dw->proc_attach(dwfl, via, true) != 0) {
             snprintf(errbuf, sizeof errbuf, "libdwfl cannot read pid %d's modules: %s", h->pid,
                      r > 0 ? strerror(r) : hang_dw_error(dw));
             err = errbuf;

@@ -386,10 +386,14 @@ int hang_trace_primary(const struct hang_trace *t)
 
 int hang_trace_main_native(const struct hang_proc *p)
 {
-    for (int i = 0; i < p->nthreads; i++)
-        if (p->threads[i].tid == p->pid)
+    int first = -1;
+    for (int i = 0; i < p->nthreads; i++) {
+        if (p->threads[i].tid == p->pid && p->threads[i].nframes > 0)
             return i;
-    return p->nthreads > 0 ? 0 : -1;
+        if (first < 0 && p->threads[i].nframes > 0)
+            first = i;
+    }
+    return first >= 0 ? first : p->nthreads > 0 ? 0 : -1;
 }
 
 int hang_trace_main_python(const struct hang_proc *p)

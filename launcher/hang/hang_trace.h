@@ -95,7 +95,8 @@ struct hang_trace *hang_trace_root(const struct hang_trace *t, int root);
 /* The process that says where the rank is: the first with Python frames, else the first CPython one, else the
  * first that is not a wrapper (sh, bash, env, timeout, ...) with exactly one child, else the first; -1 if none. */
 int hang_trace_primary(const struct hang_trace *t);
-/* The main native thread of p (tid == pid, else the first); -1 if none. */
+/* The main native thread of p: tid == pid, else (it exited, or has no frames) the first with frames, else the
+ * first; -1 if none. */
 int hang_trace_main_native(const struct hang_proc *p);
 /* The main Python thread of p (faulthandler's current one, else the first); -1 if none. */
 int hang_trace_main_python(const struct hang_proc *p);

@@ -16,7 +16,7 @@ if ! ldconfig -p | grep -q 'libdw.so.1'; then
     echo "1..0 # SKIP libdw.so.1 is not installed (make deps)"
     exit 0
 fi
-plan 50
+plan 52
 SRC=$PLAUNCH_SRC/tests/tools/pl_stuck.c
 line_of() { grep -n "$1" "$SRC" | cut -d: -f1; }
 MAIN_LINE=$(line_of STUCK_MAIN_LINE)
@@ -128,6 +128,13 @@ zombie=$(cat "$T/zombie.ready")
 until_ok 10 test "$(state_of "$zombie")" = Z
 stacks --parent "$pid" "$zombie"
 like "$(js "proc($zombie)['error']")" "is a zombie" "failures: a zombie"
+kill_reap "$pid"
+start_stuck leaderless leaderless 2
+stacks "$pid"
+is "$(js "proc($pid)['state'] + ' ' + str(proc($pid)['threads_total'])")" "Z 4" \
+    "leaderless: a main thread that exited leaves a zombie leader and three threads"
+is "$(js "sum(1 for t in proc($pid)['threads'] if 'thread_waits_in_named_function' in frames($pid, t['tid']))")/$(js "'zombie' in proc($pid)['threads'][0].get('error', '')")" \
+    "3/True" "leaderless: the live threads are unwound, the leader is named a zombie"
 kill_reap "$pid"
 start_stuck traced traced
 traced=$(cat "$T/traced.ready")
