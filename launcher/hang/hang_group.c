@@ -314,7 +314,8 @@ char *hang_group_summary(const hang_group_t *g)
         s_headline(g->ranks[g->order[gr->first].idx].trace, head, sizeof head);
         s_name(k, name, sizeof name);
         hang_text_put(&b, "%s%s %s%s stack %s (%s)%s", k ? "; " : "", gr->n > 1 ? "ranks" : "rank", ranks,
-              gr->n > 1 ? " share" : ":", name, head, gr->odd ? odd == 1 ? " <- the odd one out" : " <- odd one out" : "");
+              gr->n > 1 ? " share" : ":", name, head,
+              gr->odd ? odd == 1 ? " <- the odd one out" : " <- odd one out" : "");
     }
     if (g->ngroups > S_SUMMARY_GROUPS)
         hang_text_put(&b, "; %d more stacks", g->ngroups - S_SUMMARY_GROUPS);

@@ -76,8 +76,10 @@ static void s_capture(struct s_stacks *s, struct s_kid *k, int fd)
     if (getppid() != s->self)
         _exit(1);
     /* Its own deadline comes a little before the one it is killed at, so that it can say what ran late. */
-    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now, own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
-    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own, .stop_ms = (int)s->stop_ms };
+    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now;
+    int64_t own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
+    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own,
+                                 .stop_ms = (int)s->stop_ms };
     int py[HANG_TREE_MAX];
     int npy = hang_stack_capture(s->have_dw ? &s->dw : NULL, s->dw_err, k->root, &o, s_emit, &fd, py);
     for (int i = 0; s->pyspy[0] && i < npy; i++) {

@@ -312,7 +312,8 @@ static int s_copy_thread(struct hang_trace *t, struct hang_proc *p, int py, cons
     if (!th)
         return -1;
     th->current = s->current, th->cut = s->cut;
-    if (hang_trace_set(t, &th->id, s->id, HANG_SHORT_MAX) < 0 || hang_trace_set(t, &th->name, s->name, HANG_SHORT_MAX) < 0 ||
+    if (hang_trace_set(t, &th->id, s->id, HANG_SHORT_MAX) < 0 ||
+        hang_trace_set(t, &th->name, s->name, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->state, s->state, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->wchan, s->wchan, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->error, s->error, HANG_ERR_MAX) < 0)

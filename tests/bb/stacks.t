@@ -133,7 +133,8 @@ start_stuck leaderless leaderless 2
 stacks "$pid"
 is "$(js "proc($pid)['state'] + ' ' + str(proc($pid)['threads_total'])")" "Z 4" \
     "leaderless: a main thread that exited leaves a zombie leader and three threads"
-is "$(js "sum(1 for t in proc($pid)['threads'] if 'thread_waits_in_named_function' in frames($pid, t['tid']))")/$(js "'zombie' in proc($pid)['threads'][0].get('error', '')")" \
+live=$(js "sum(1 for t in proc($pid)['threads'] if 'thread_waits_in_named_function' in frames($pid, t['tid']))")
+is "$live/$(js "'zombie' in proc($pid)['threads'][0].get('error', '')")" \
     "3/True" "leaderless: the live threads are unwound, the leader is named a zombie"
 kill_reap "$pid"
 start_stuck traced traced
@@ -169,7 +170,8 @@ stacks --deadline-ms 4000 --per-pid-ms 4000 --stop-ms 9000 "${vps[@]}"
 ok "$([ "$src" = 0 ] && [ "$ms" -lt 5500 ] && echo 0 || echo 1)" "ten vfork parents: the run ends in time ($ms ms for 4000)"
 is "$(js "sum(1 for p in d['procs'] if p['pid'] in ($(IFS=,; echo "${vps[*]}")) and 'did not stop' in p.get('error', ''))")" \
     10 "ten vfork parents: each says it did not stop"
-is "$(js "sum(1 for p in d['procs'] if p['pid'] in ($(IFS=,; echo "${vcs[*]}")) and p.get('threads') and 'pause' in frames(p['pid']))")" 10 \
+kids=$(IFS=,; echo "${vcs[*]}")
+is "$(js "sum(1 for p in d['procs'] if p['pid'] in ($kids) and p.get('threads') and 'pause' in frames(p['pid']))")" 10 \
     "ten vfork parents: each one's child is still captured (a parent that never stops takes half the time at most)"
 kill_reap "${vcs[@]}" "${vps[@]}"
 
@@ -236,7 +238,9 @@ g[3]=$pid
 stacks "${g[@]}"
 "$HANG" group "$T/out.json" 0="${g[0]}":node-a:0 1="${g[1]}":node-a:1 2="${g[2]}":node-b:0 3="${g[3]}":node-b:1 \
     >"$T/group.out"
-like "$(cat "$T/group.out")" "summary: ranks 0-2 share stack A \(stuck_in_named_function in pl_stuck.c:$MAIN_LINE\); rank 3: stack B \(parent_waits_in_named_function in pl_stuck.c:$PARENT_LINE\) <- the odd one out" \
+want="summary: ranks 0-2 share stack A \(stuck_in_named_function in pl_stuck.c:$MAIN_LINE\); "
+want+="rank 3: stack B \(parent_waits_in_named_function in pl_stuck.c:$PARENT_LINE\) <- the odd one out"
+like "$(cat "$T/group.out")" "$want" \
     "group: three ranks share a stack, rank 3 is the odd one out"
 is "$(grep '^odd:' "$T/group.out")" "odd: 3" "group: the odd rank"
 like "$(cat "$T/group.out")" "  rank 3  node node-b  GPU 1  pid ${g[3]}" "group: ranks with node, GPU and pid"

@@ -16,8 +16,8 @@ static const char s_usage[] =
     "Usage: pl_hang pytb LOG [TAIL_BYTES]\n"
     "         prints the threads and frames of the last faulthandler dump in LOG's last TAIL_BYTES (64 KiB)\n"
     "       pl_hang group STACKS.json [--pytb RANK=LOG]... RANK=PID[:NODE[:GPU]]...\n"
-    "         each rank's tree from the __stacks document (plus its faulthandler dump), sent through its bounded JSON,\n"
-    "         grouped: prints 'summary: ...', 'odd: RANKS' and the text of hang.0.txt\n";
+    "         each rank's tree from the __stacks document (plus its faulthandler dump), sent through its bounded\n"
+    "         JSON, grouped: prints 'summary: ...', 'odd: RANKS' and the text of hang.0.txt\n";
 
 #define S_MAX_RANKS 64
 
