@@ -186,7 +186,6 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
 {
     static struct hang_hold held[HANG_TREE_MAX];
     int pids[HANG_TREE_MAX], parents[HANG_TREE_MAX], nq = 1, nheld = 0, npy = 0, rc = 0;
-    int ok[HANG_TREE_MAX] = { 0 };
     char err[HANG_ERR_MAX];
     pids[0] = root, parents[0] = 0;
     /* Breadth first: hold each process, then list its children while it is held (a stopped parent cannot reap,
@@ -201,12 +200,10 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
         int64_t stop_by = now + (o->stop_ms < half ? o->stop_ms : half);
         err[0] = '\0';
         struct hang_hold *h = &held[nheld];
-        if (hang_proc_hold(h, pid, stop_by, err, sizeof err) == 0) {
-            nheld++;
-            ok[q] = 1;
-        }
+        int holding = hang_proc_hold(h, pid, stop_by, err, sizeof err) == 0;
+        nheld += holding;
         if (q > 0 && (hang_proc_stat(pid, pid, NULL, &ppid) < 0 || ppid != parents[q])) {
-            if (ok[q])
+            if (holding)
                 hang_proc_release(&held[--nheld]);
             continue;
         }
