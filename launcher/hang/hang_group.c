@@ -73,7 +73,8 @@ static int s_begins(const char *s, const char *pre)
     return strncmp(s, pre, strlen(pre)) == 0;
 }
 
-/* Frames nobody wants named: the C library, the dynamic loader, the interpreter, Python's standard library. */
+/* Frames nobody wants named: the C library, the dynamic loader, the interpreter, Python's standard library, the
+ * sanitizers' interceptors. */
 static int s_internal(const struct hang_frame *f, int py)
 {
     if (py) {
@@ -82,7 +83,7 @@ static int s_internal(const struct hang_frame *f, int py)
     }
     static const char *const mods[] = { "libc.so", "libc-", "libpthread", "ld-linux", "ld-", "libpython",
                                         "python", "libstdc++", "libgcc_s", "linux-vdso", "[vdso]", "libdl",
-                                        "librt", "libm.so" };
+                                        "librt", "libm.so", "libasan", "libubsan", "libtsan", "liblsan" };
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         if (s_begins(f->module, mods[i]))
             return 1;
@@ -313,7 +314,8 @@ char *hang_group_summary(const hang_group_t *g)
         s_headline(g->ranks[g->order[gr->first].idx].trace, head, sizeof head);
         s_name(k, name, sizeof name);
         hang_text_put(&b, "%s%s %s%s stack %s (%s)%s", k ? "; " : "", gr->n > 1 ? "ranks" : "rank", ranks,
-              gr->n > 1 ? " share" : ":", name, head, gr->odd ? odd == 1 ? " <- the odd one out" : " <- odd one out" : "");
+              gr->n > 1 ? " share" : ":", name, head,
+              gr->odd ? odd == 1 ? " <- the odd one out" : " <- odd one out" : "");
     }
     if (g->ngroups > S_SUMMARY_GROUPS)
         hang_text_put(&b, "; %d more stacks", g->ngroups - S_SUMMARY_GROUPS);

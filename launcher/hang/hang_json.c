@@ -124,7 +124,8 @@ static json_t *s_proc(const struct hang_proc *p, int primary, const struct s_lim
         s_put_int(o, "root", p->root, 0) < 0 || s_put_str(o, "comm", p->comm, l->str, 0) < 0 ||
         s_put_str(o, "exe", p->exe, l->str, 1) < 0 || s_put_str(o, "state", p->state, l->str, 0) < 0 ||
         (p->python && json_object_set_new(o, "python", json_true()) < 0) ||
-        s_put_int(o, "threads_total", p->threads_total, 0) < 0 || s_put_str(o, "error", p->error, HANG_ERR_MAX, 0) < 0 ||
+        s_put_int(o, "threads_total", p->threads_total, 0) < 0 ||
+        s_put_str(o, "error", p->error, HANG_ERR_MAX, 0) < 0 ||
         (mn != -2 && s_threads(o, "threads", p->threads, p->nthreads, mn, 0, nt, mf, nf, l->str) < 0) ||
         s_put_str(o, "py_source", p->py_source, l->str, 0) < 0 ||
         s_put_str(o, "py_error", p->py_error, HANG_ERR_MAX, 0) < 0 ||
@@ -143,7 +144,8 @@ static char *s_encode(const struct hang_trace *t, const struct hang_json_rank *w
     snprintf(cut, sizeof cut, "%s%s%s", t->cut, t->cut[0] && l->why[0] ? "; " : "", l->why);
     if (!root || !procs || json_object_set_new(root, "v", json_integer(1)) < 0)
         goto out;
-    if (who && (s_put_int(root, "rank", who->rank, 1) < 0 || s_put_str(root, "node", who->node, HANG_SHORT_MAX, 0) < 0 ||
+    if (who && (s_put_int(root, "rank", who->rank, 1) < 0 ||
+                s_put_str(root, "node", who->node, HANG_SHORT_MAX, 0) < 0 ||
                 s_put_str(root, "gpu", who->gpu, HANG_SHORT_MAX, 0) < 0 || s_put_int(root, "pid", who->pid, 1) < 0 ||
                 s_put_str(root, "error", who->error, HANG_ERR_MAX, 0) < 0))
         goto out;

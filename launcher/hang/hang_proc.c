@@ -195,7 +195,9 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
         snprintf(err, errlen, "pid %d: no such process (it exited)", pid);
         return -1;
     }
-    if (state == 'Z' || state == 'X') {
+    h->n = hang_proc_threads(pid, h->tid, HANG_THREADS_MAX, &h->total);
+    /* A main thread that called pthread_exit is a zombie too, while the other threads go on. */
+    if ((state == 'Z' || state == 'X') && h->total <= 1) {
         snprintf(err, errlen, "pid %d is a zombie: it exited and its parent has not reaped it", pid);
         return -1;
     }
@@ -203,7 +205,6 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);
-    h->n = hang_proc_threads(pid, h->tid, HANG_THREADS_MAX, &h->total);
     int seized = 0;
     for (int i = 0; i < h->n; i++) {
         char name[64];
@@ -221,6 +222,7 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
         if (ptrace(PTRACE_INTERRUPT, h->tid[i], NULL, NULL) < 0)
             h->st[i] = HANG_HOLD_GONE;
     }
+    int64_t t0 = hang_proc_now_ms();
     while (seized && s_drain(h) > 0) {
         int64_t left = deadline_ms - hang_proc_now_ms();
         if (left <= 0)
@@ -228,6 +230,7 @@ int hang_proc_hold(struct hang_hold *h, int pid, int64_t deadline_ms, char *err,
         struct timespec ts = { .tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000 };
         sigtimedwait(&chld, NULL, &ts);
     }
+    h->waited_ms = (int)(hang_proc_now_ms() - t0);
     int stopped = 0;
     for (int i = 0; i < h->n; i++)
         stopped += h->st[i] == HANG_HOLD_STOPPED;
@@ -253,10 +256,10 @@ void hang_proc_why(const struct hang_hold *h, int i, char *buf, size_t cap)
         hang_proc_stat(h->pid, h->tid[i], &state, NULL);
         snprintf(name, sizeof name, "task/%d/wchan", h->tid[i]);
         hang_proc_read(h->pid, name, wchan, sizeof wchan);
-        snprintf(buf, cap, "thread %d did not stop before the deadline (state %c%s%s%s): it waits in the kernel "
-                 "where ptrace cannot reach it (uninterruptible sleep, vfork, a frozen cgroup)", h->tid[i], state,
+        snprintf(buf, cap, "thread %d did not stop within %d ms (state %c%s%s)%s", h->tid[i], h->waited_ms, state,
                  wchan[0] && strcmp(wchan, "0") ? ", in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "",
-                 state == 'D' ? ", uninterruptible" : "");
+                 state == 'D' ? ": it waits in the kernel where ptrace cannot reach it (uninterruptible sleep, vfork, "
+                 "a driver)" : "");
         return;
     case HANG_HOLD_NONE:
         break;

@@ -14,6 +14,7 @@ enum hang_hold_state { HANG_HOLD_NONE, HANG_HOLD_SEIZED, HANG_HOLD_STOPPED, HANG
 /* A process whose threads (at most HANG_THREADS_MAX, the main one first) are held under ptrace. */
 struct hang_hold {
     int pid, total;                        /* total: threads /proc listed */
+    int waited_ms;                         /* how long the stops were waited for */
     int n;                                 /* threads listed (and tried) */
     int tid[HANG_THREADS_MAX];
     enum hang_hold_state st[HANG_THREADS_MAX];

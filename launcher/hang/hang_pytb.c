@@ -2,8 +2,12 @@
  * is not a header or frame line of the dump is skipped. */
 #include "hang_pytb.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct s_text {
     const char *s;
@@ -170,5 +174,35 @@ int hang_pytb_attach(struct hang_trace *t, int pid, const char *buf, size_t len,
     int n = hang_pytb_parse(t, p, buf, len);
     if (n < 0)
         snprintf(err, errlen, "faulthandler dump of pid %d: out of memory", p->pid);
+    return n;
+}
+
+int hang_pytb_attach_fd(struct hang_trace *t, int pid, int fd, size_t tail, char *err, size_t errlen)
+{
+    struct stat st;
+    tail = tail < HANG_PYTB_TAIL_MAX ? tail : HANG_PYTB_TAIL_MAX;
+    errno = 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "faulthandler dump: the log is not a regular file (%s)",
+                 errno ? strerror(errno) : "a pipe or device");
+        return -1;
+    }
+    off_t from = st.st_size > (off_t)tail ? st.st_size - (off_t)tail : 0;
+    char *buf = malloc(tail ? tail : 1);
+    size_t got = 0;
+    while (buf && got < tail) {
+        ssize_t r = pread(fd, buf + got, tail - got, from + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (!buf) {
+        snprintf(err, errlen, "faulthandler dump: out of memory for %zu bytes of log", tail);
+        return -1;
+    }
+    int n = hang_pytb_attach(t, pid, buf, got, err, errlen);
+    free(buf);
     return n;
 }

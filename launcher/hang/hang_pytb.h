@@ -19,4 +19,9 @@ int hang_pytb_parse(struct hang_trace *t, struct hang_proc *p, const char *buf, 
  * process, else its first, else a new process pid (> 0). The threads found, or -1 with a message. */
 int hang_pytb_attach(struct hang_trace *t, int pid, const char *buf, size_t len, char *err, size_t errlen);
 
+/* hang_pytb_attach on the last tail bytes (at most HANG_PYTB_TAIL_MAX) of the regular file open on fd (a worker's
+ * log), read with pread (fd's offset is not moved). The threads found, or -1 with a message. */
+#define HANG_PYTB_TAIL_MAX (1u << 20)
+int hang_pytb_attach_fd(struct hang_trace *t, int pid, int fd, size_t tail, char *err, size_t errlen);
+
 #endif

@@ -158,10 +158,14 @@ static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, struct ha
     if (dw && (!dwfl || !cache)) {
         err = "out of memory for libdwfl";
     } else if (dw) {
+        /* Through a stopped thread: a main thread that exited (a zombie leader) has no memory map left. */
+        int via = h->pid;
+        for (int i = h->n - 1; i >= 0; i--)
+            via = h->st[i] == HANG_HOLD_STOPPED ? h->tid[i] : via;
         dw->report_begin(dwfl);
-        int r = dw->proc_report(dwfl, h->pid);
+        int r = dw->proc_report(dwfl, via);
         dw->report_end(dwfl, NULL, NULL);
-        if (r != 0 || dw->proc_attach(dwfl, h->pid, true) != 0) {
+        if (r != 0 || dw->proc_attach(dwfl, via, true) != 0) {
             snprintf(errbuf, sizeof errbuf, "libdwfl cannot read pid %d's modules: %s", h->pid,
                      r > 0 ? strerror(r) : hang_dw_error(dw));
             err = errbuf;
@@ -182,7 +186,6 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
 {
     static struct hang_hold held[HANG_TREE_MAX];
     int pids[HANG_TREE_MAX], parents[HANG_TREE_MAX], nq = 1, nheld = 0, npy = 0, rc = 0;
-    int ok[HANG_TREE_MAX] = { 0 };
     char err[HANG_ERR_MAX];
     pids[0] = root, parents[0] = 0;
     /* Breadth first: hold each process, then list its children while it is held (a stopped parent cannot reap,
@@ -192,16 +195,15 @@ int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, c
         char pstate = '?';
         if ((hang_proc_stat(pid, pid, &pstate, &ppid) < 0 && q > 0) || (q > 0 && ppid != parents[q]))
             continue; /* gone, or no longer the child of the one we hold */
-        int64_t stop_by = hang_proc_now_ms() + o->stop_ms;
-        stop_by = stop_by < o->deadline_ms ? stop_by : o->deadline_ms;
+        /* At most half of what is left: a process that never stops leaves time for its children and the unwinding. */
+        int64_t now = hang_proc_now_ms(), half = o->deadline_ms > now ? (o->deadline_ms - now) / 2 : 0;
+        int64_t stop_by = now + (o->stop_ms < half ? o->stop_ms : half);
         err[0] = '\0';
         struct hang_hold *h = &held[nheld];
-        if (hang_proc_hold(h, pid, stop_by, err, sizeof err) == 0) {
-            nheld++;
-            ok[q] = 1;
-        }
+        int holding = hang_proc_hold(h, pid, stop_by, err, sizeof err) == 0;
+        nheld += holding;
         if (q > 0 && (hang_proc_stat(pid, pid, NULL, &ppid) < 0 || ppid != parents[q])) {
-            if (ok[q])
+            if (holding)
                 hang_proc_release(&held[--nheld]);
             continue;
         }

@@ -24,6 +24,10 @@
 #define S_PARALLEL 4              /* capture processes at once (each loads debug information) */
 #define S_LINE_MAX (512u << 10)   /* bytes of one part (a thread of 48 frames is ~30 KiB) */
 #define S_GRACE_MS 500            /* after the deadline: how long killed captures may take to be reaped */
+#define S_FRAMES_MAX (5u << 20)   /* bytes of parts before their frames are dropped, */
+#define S_THREADS_MAX (1u << 20)  /* and then their threads: with the processes' headers (1024 of < 1 KiB), the
+                                   * document stays under HANG_JSON_MAX */
+_Static_assert(S_FRAMES_MAX + S_THREADS_MAX + HANG_PROCS_MAX * 1024u < HANG_JSON_MAX, "the document fits its decoder");
 
 static const char s_usage[] =
     "Usage: plaunch __stacks [--deadline-ms N] [--stop-ms N] [--per-pid-ms N] [--parent PID] [--no-py-spy] PID...\n"
@@ -48,6 +52,7 @@ struct s_stacks {
     struct hang_trace *out;
     struct s_kid kids[HANG_STACKS_PIDS_MAX];
     int n, next, running, left, over, sfd;
+    size_t out_bytes; /* of the parts merged so far */
     int64_t deadline_ms, per_ms, stop_ms;
     pid_t self;
     struct hang_dw dw;
@@ -71,8 +76,10 @@ static void s_capture(struct s_stacks *s, struct s_kid *k, int fd)
     if (getppid() != s->self)
         _exit(1);
     /* Its own deadline comes a little before the one it is killed at, so that it can say what ran late. */
-    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now, own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
-    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own, .stop_ms = (int)s->stop_ms };
+    int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now;
+    int64_t own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
+    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own,
+                                 .stop_ms = (int)s->stop_ms };
     int py[HANG_TREE_MAX];
     int npy = hang_stack_capture(s->have_dw ? &s->dw : NULL, s->dw_err, k->root, &o, s_emit, &fd, py);
     for (int i = 0; s->pyspy[0] && i < npy; i++) {
@@ -128,7 +135,17 @@ static void s_part(struct s_kid *k, const char *text, size_t len)
     }
     for (int i = 0; i < part->nprocs; i++)
         part->procs[i].root = k->root;
-    if (hang_trace_merge(k->s->out, part) < 0)
+    /* The document stays within what the agent decodes: frames go first, then threads; headers always fit. */
+    struct s_stacks *s = k->s;
+    if (s->out_bytes + len > S_FRAMES_MAX) {
+        hang_trace_strip(part, s->out_bytes + len <= S_FRAMES_MAX + S_THREADS_MAX);
+        s_kid_error(k, "the document reached its bound: frames (or threads) were left out");
+        char *left = hang_json_encode(part, NULL, 0);
+        len = left ? strlen(left) : len;
+        free(left);
+    }
+    s->out_bytes += len;
+    if (hang_trace_merge(s->out, part) < 0)
         s_kid_error(k, "the document is full: processes or threads were left out");
     hang_trace_destroy(&part);
 }
@@ -257,9 +274,14 @@ static int s_on_deadline(loop_t *loop, int id, void *arg)
             s_kid_error(k, "the run's deadline passed during the capture: killed (what it had sent is kept)");
         } else if (k->pid == 0) {
             s_kid_error(k, "not captured: the run's deadline passed before its turn");
+            k->done = 1;
+            s->left--;
         }
     }
-    loop_timer_after_ms(loop, S_GRACE_MS, s_on_grace, s);
+    if (s->left == 0)
+        loop_stop(loop);
+    else
+        loop_timer_after_ms(loop, S_GRACE_MS, s_on_grace, s);
     return 0;
 }
 
@@ -287,7 +309,8 @@ static int s_args(struct s_stacks *s, int argc, char **argv, long *parent, int *
             *no_pyspy = 1;
         } else if (strcmp(a, "--deadline-ms") == 0 || strcmp(a, "--stop-ms") == 0 || strcmp(a, "--per-pid-ms") == 0 ||
                    strcmp(a, "--parent") == 0) {
-            long *dst = a[2] == 'd' ? &deadline : a[2] == 's' ? &stop : a[3] == 'e' ? &per : parent;
+            long *dst = strcmp(a, "--deadline-ms") == 0 ? &deadline : strcmp(a, "--stop-ms") == 0 ? &stop
+                        : strcmp(a, "--per-pid-ms") == 0 ? &per : parent;
             if (s_number(a, i + 1 < argc ? argv[i + 1] : NULL, dst == parent ? 1 : 10, dst == parent ? 4194304 : 600000,
                          dst) < 0)
                 return -1;

@@ -56,7 +56,8 @@ static void s_thread_text(struct hang_text *b, const struct hang_thread *th, int
     if (py && th->tid)
         snprintf(tid, sizeof tid, " tid %d", th->tid);
     if (py)
-        hang_text_put(b, "    Python thread %s%s%s%s%s:\n", th->id[0] ? th->id : "?", tid, th->name[0] ? " " : "", th->name,
+        hang_text_put(b, "    Python thread %s%s%s%s%s:\n", th->id[0] ? th->id : "?", tid, th->name[0] ? " " : "",
+                      th->name,
               th->current ? " (current)" : "");
     else
         hang_text_put(b, "    thread %d \"%s\"%s%s%s%s:\n", th->tid, th->name, th->state[0] ? " state " : "", th->state,
@@ -69,7 +70,8 @@ static void s_thread_text(struct hang_text *b, const struct hang_thread *th, int
             snprintf(where, sizeof where, "%s:%d", f->file, f->line);
         else
             snprintf(where, sizeof where, "+0x%llx", (unsigned long long)f->offset);
-        hang_text_put(b, "      #%-2d %s  %s%s%s\n", i, f->fn[0] ? f->fn : "??", py ? "" : f->module, py ? "" : " ", where);
+        hang_text_put(b, "      #%-2d %s  %s%s%s\n", i, f->fn[0] ? f->fn : "??", py ? "" : f->module, py ? "" : " ",
+                      where);
     }
     if (th->cut)
         hang_text_put(b, "      ... (outer frames cut)\n");
@@ -81,7 +83,8 @@ void hang_text_trace(struct hang_text *b, const struct hang_trace *t)
         hang_text_put(b, "  (left out to fit: %s)\n", t->cut);
     for (int i = 0; i < t->nprocs; i++) {
         const struct hang_proc *p = &t->procs[i];
-        hang_text_put(b, "  process %d %s (%s), parent %d, state %s, %d thread%s%s\n", p->pid, p->comm[0] ? p->comm : "?",
+        hang_text_put(b, "  process %d %s (%s), parent %d, state %s, %d thread%s%s\n", p->pid,
+                      p->comm[0] ? p->comm : "?",
               p->exe[0] ? p->exe : "?", p->ppid, p->state[0] ? p->state : "?", p->threads_total,
               p->threads_total == 1 ? "" : "s", p->python ? ", CPython" : "");
         if (p->error[0])

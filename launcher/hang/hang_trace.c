@@ -22,13 +22,20 @@ static void s_str_free(char *s)
         free(s);
 }
 
-static void s_thread_free(struct hang_thread *th)
+/* Frees th's frames' strings; nframes becomes 0 (the array is kept). */
+static void s_frames_free(struct hang_thread *th)
 {
     for (int i = 0; i < th->nframes; i++) {
         s_str_free(th->frames[i].fn);
         s_str_free(th->frames[i].file);
         s_str_free(th->frames[i].module);
     }
+    th->nframes = 0;
+}
+
+static void s_thread_free(struct hang_thread *th)
+{
+    s_frames_free(th);
     free(th->frames);
     s_str_free(th->id);
     s_str_free(th->name);
@@ -132,6 +139,31 @@ void hang_trace_clear_python(struct hang_trace *t, struct hang_proc *p)
         s_thread_free(&p->py[i]);
     }
     p->npy = 0;
+}
+
+void hang_trace_strip(struct hang_trace *t, int keep_threads)
+{
+    for (int i = 0; i < t->nprocs; i++) {
+        struct hang_proc *p = &t->procs[i];
+        struct hang_thread *ths[2] = { p->threads, p->py };
+        int *ns[2] = { &p->nthreads, &p->npy };
+        for (int py = 0; py < 2; py++) {
+            for (int k = 0; k < *ns[py]; k++) {
+                struct hang_thread *th = &ths[py][k];
+                size_t n = s_thread_bytes(th);
+                if (keep_threads) {
+                    th->cut |= th->nframes > 0;
+                    s_frames_free(th);
+                    n -= s_thread_bytes(th);
+                } else {
+                    s_thread_free(th);
+                }
+                t->bytes -= n < t->bytes ? n : t->bytes;
+            }
+            if (!keep_threads)
+                *ns[py] = 0;
+        }
+    }
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
@@ -280,7 +312,8 @@ static int s_copy_thread(struct hang_trace *t, struct hang_proc *p, int py, cons
     if (!th)
         return -1;
     th->current = s->current, th->cut = s->cut;
-    if (hang_trace_set(t, &th->id, s->id, HANG_SHORT_MAX) < 0 || hang_trace_set(t, &th->name, s->name, HANG_SHORT_MAX) < 0 ||
+    if (hang_trace_set(t, &th->id, s->id, HANG_SHORT_MAX) < 0 ||
+        hang_trace_set(t, &th->name, s->name, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->state, s->state, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->wchan, s->wchan, HANG_SHORT_MAX) < 0 ||
         hang_trace_set(t, &th->error, s->error, HANG_ERR_MAX) < 0)
@@ -354,10 +387,14 @@ int hang_trace_primary(const struct hang_trace *t)
 
 int hang_trace_main_native(const struct hang_proc *p)
 {
-    for (int i = 0; i < p->nthreads; i++)
-        if (p->threads[i].tid == p->pid)
+    int first = -1;
+    for (int i = 0; i < p->nthreads; i++) {
+        if (p->threads[i].tid == p->pid && p->threads[i].nframes > 0)
             return i;
-    return p->nthreads > 0 ? 0 : -1;
+        if (first < 0 && p->threads[i].nframes > 0)
+            first = i;
+    }
+    return first >= 0 ? first : p->nthreads > 0 ? 0 : -1;
 }
 
 int hang_trace_main_python(const struct hang_proc *p)

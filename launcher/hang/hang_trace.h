@@ -72,6 +72,9 @@ struct hang_proc *hang_trace_find(struct hang_trace *t, int pid);
 struct hang_thread *hang_trace_add_thread(struct hang_trace *t, struct hang_proc *p, int py, int tid);
 /* Drops p's Python threads (before a fresher source replaces them). */
 void hang_trace_clear_python(struct hang_trace *t, struct hang_proc *p);
+/* Drops every thread's frames (marking it cut), and with keep_threads 0 the threads themselves (Python and native):
+ * what is left is the processes' headers. */
+void hang_trace_strip(struct hang_trace *t, int keep_threads);
 /* Appends a frame (strings may be NULL); 0, or -1 when the thread is full or the trace's byte budget is spent
  * (the thread is then marked cut). */
 int hang_trace_add_frame(struct hang_trace *t, struct hang_thread *th, const char *fn, const char *file, int line,
@@ -92,7 +95,8 @@ struct hang_trace *hang_trace_root(const struct hang_trace *t, int root);
 /* The process that says where the rank is: the first with Python frames, else the first CPython one, else the
  * first that is not a wrapper (sh, bash, env, timeout, ...) with exactly one child, else the first; -1 if none. */
 int hang_trace_primary(const struct hang_trace *t);
-/* The main native thread of p (tid == pid, else the first); -1 if none. */
+/* The main native thread of p: tid == pid, else (it exited, or has no frames) the first with frames, else the
+ * first; -1 if none. */
 int hang_trace_main_native(const struct hang_proc *p);
 /* The main Python thread of p (faulthandler's current one, else the first); -1 if none. */
 int hang_trace_main_python(const struct hang_proc *p);

@@ -16,8 +16,8 @@ static const char s_usage[] =
     "Usage: pl_hang pytb LOG [TAIL_BYTES]\n"
     "         prints the threads and frames of the last faulthandler dump in LOG's last TAIL_BYTES (64 KiB)\n"
     "       pl_hang group STACKS.json [--pytb RANK=LOG]... RANK=PID[:NODE[:GPU]]...\n"
-    "         each rank's tree from the __stacks document (plus its faulthandler dump), sent through its bounded JSON,\n"
-    "         grouped: prints 'summary: ...', 'odd: RANKS' and the text of hang.0.txt\n";
+    "         each rank's tree from the __stacks document (plus its faulthandler dump), sent through its bounded\n"
+    "         JSON, grouped: prints 'summary: ...', 'odd: RANKS' and the text of hang.0.txt\n";
 
 #define S_MAX_RANKS 64
 
@@ -40,10 +40,14 @@ static char *s_tail(const char *path, size_t tail, size_t *len)
 
 static int s_pytb(const char *path, size_t tail)
 {
-    size_t len;
-    char *buf = s_tail(path, tail, &len), err[256];
+    char err[256];
+    int fd = open(path, O_RDONLY);
     struct hang_trace *t = hang_trace_new();
-    int n = hang_pytb_attach(t, 1, buf, len, err, sizeof err);
+    int n = fd < 0 ? -1 : hang_pytb_attach_fd(t, 1, fd, tail, err, sizeof err);
+    if (fd < 0)
+        snprintf(err, sizeof err, "%s: cannot open", path);
+    else
+        close(fd);
     if (n < 0) {
         fprintf(stderr, "pl_hang: %s\n", err);
         return 1;
@@ -56,7 +60,6 @@ static int s_pytb(const char *path, size_t tail)
             printf("  %s %s:%d\n", th->frames[f].fn, th->frames[f].file, th->frames[f].line);
     }
     hang_trace_destroy(&t);
-    free(buf);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char s_usage[] =
@@ -19,6 +20,7 @@ static const char s_usage[] =
     "  traced     a child blocks in stuck_in_named_function, already seized by this process (a tracer that never\n"
     "             lets go); READY holds the child's pid\n"
     "  zombie     a child exits at once and is never reaped; READY holds its pid\n"
+    "  leaderless [N] N threads block in thread_waits_in_named_function, then the main thread exits (pthread_exit)\n"
     "  vfork      the parent waits in vfork (ptrace cannot stop it) while the child blocks; READY holds the\n"
     "             parent's pid, then the child's\n";
 
@@ -77,7 +79,28 @@ static void *s_thread(void *arg)
     return NULL;
 }
 
-static void s_named(const char *ready, int n)
+/* Writes READY once the main thread is a zombie (polled, at most 10 s), then blocks like the others. */
+static void *s_announce(void *arg)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)getpid());
+    for (int i = 0; i < 1000; i++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')');
+        if (paren && paren[1] == ' ' && paren[2] == 'Z')
+            break;
+        nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+    }
+    s_ready(arg, "ready\n");
+    thread_waits_in_named_function();
+    return NULL;
+}
+
+static void s_named(const char *ready, int n, int leaderless)
 {
     if (pipe(s_never) < 0) {
         perror("pipe");
@@ -94,6 +117,12 @@ static void s_named(const char *ready, int n)
     while (s_started < n)
         pthread_cond_wait(&s_cond, &s_lock);
     pthread_mutex_unlock(&s_lock);
+    if (leaderless) { /* READY once the main thread is gone: another thread writes it */
+        pthread_t t;
+        if (pthread_create(&t, NULL, s_announce, (void *)ready) != 0)
+            exit(1);
+        pthread_exit(NULL);
+    }
     s_ready(ready, "ready\n");
     stuck_in_named_function();
 }
@@ -106,8 +135,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1], *ready = argv[2];
-    if (strcmp(mode, "named") == 0) {
-        s_named(ready, argc > 3 ? atoi(argv[3]) : 0);
+    if (strcmp(mode, "named") == 0 || strcmp(mode, "leaderless") == 0) {
+        s_named(ready, argc > 3 ? atoi(argv[3]) : 0, strcmp(mode, "leaderless") == 0);
     } else if (strcmp(mode, "tree") == 0 || strcmp(mode, "traced") == 0 || strcmp(mode, "zombie") == 0) {
         pid_t child = fork();
         if (child < 0) {

@@ -120,8 +120,8 @@ static void test_native(void **state)
     hang_group_t *g = hang_group_new(r, 6);
     char *sum = hang_group_summary(g);
     assert_string_equal(sum, "ranks 2-4 share stack A (ncclAllReduce in libnccl.so.2 <- train.c:120); ranks 0-1 share "
-                             "stack B (stuck_in_named_function in pl_stuck.c:42); rank 5: stack C (libcuda.so.1+0x1234) "
-                             "<- the odd one out");
+                             "stack B (stuck_in_named_function in pl_stuck.c:42); rank 5: stack C "
+                             "(libcuda.so.1+0x1234) <- the odd one out");
     free(sum);
     char *text = hang_group_text(g, 0);
     assert_non_null(strstr(text, "  rank 0  node n  GPU -  pid 10\n"));
@@ -179,7 +179,8 @@ static void test_order_and_missing(void **state)
     g = hang_group_new(two, 2);
     assert_int_equal(hang_group_odd(g, odd, 4), 0);
     hang_group_destroy(&g);
-    struct hang_rank three[3] = { { .rank = 0, .trace = t[0] }, { .rank = 1, .trace = t[2] }, { .rank = 2, .trace = t[5] } };
+    struct hang_rank three[3] = { { .rank = 0, .trace = t[0] }, { .rank = 1, .trace = t[2] },
+                                  { .rank = 2, .trace = t[5] } };
     g = hang_group_new(three, 3);
     assert_int_equal(hang_group_odd(g, odd, 4), 0);
     hang_group_destroy(&g);

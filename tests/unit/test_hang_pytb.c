@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hang_pytb.h"
 
@@ -246,6 +247,36 @@ static void test_attach(void **state)
     hang_trace_destroy(&t);
 }
 
+static void test_attach_fd(void **state)
+{
+    char path[] = "/tmp/plaunch-pytb-XXXXXX", err[256];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    /* 3 MiB of a program's output, then the dump: the tail alone is read. */
+    char junk[4096];
+    memset(junk, 'x', sizeof junk);
+    junk[sizeof junk - 1] = '\n';
+    for (int i = 0; i < 768; i++)
+        assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    assert_int_equal(write(fd, s_dump, strlen(s_dump)), (ssize_t)strlen(s_dump));
+    struct hang_trace *t = hang_trace_new();
+    assert_int_equal(hang_pytb_attach_fd(t, 5, fd, 64u << 10, err, sizeof err), 2);
+    assert_string_equal(t->procs[0].py[1].frames[0].fn, "load_batch");
+    /* A tail too short for the dump's start still finds its last thread. */
+    assert_int_equal(hang_pytb_attach_fd(t, 5, fd, 240, err, sizeof err), 1);
+    assert_int_equal(lseek(fd, 0, SEEK_CUR), 768 * 4096 + (off_t)strlen(s_dump)); /* the offset is not moved */
+    close(fd);
+    /* A pipe is refused, not read (it could block). */
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(hang_pytb_attach_fd(t, 5, p[0], 4096, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+    close(p[0]);
+    close(p[1]);
+    hang_trace_destroy(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_interleaved_and_generations),
         cmocka_unit_test(test_bounds_and_garbage),
         cmocka_unit_test(test_attach),
+        cmocka_unit_test(test_attach_fd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
