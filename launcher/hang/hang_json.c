@@ -274,13 +274,12 @@ static int s_int(const json_t *o, const char *key, long long lo, long long hi, i
 static int s_bool(const json_t *o, const char *key, int *out, const char *where, char *err, size_t errlen)
 {
     json_t *v = json_object_get(o, key);
-    if (!v)
-        return 0;
-    if (!json_is_boolean(v)) {
+    if (v && !json_is_boolean(v)) {
         snprintf(err, errlen, "stacks: %s.%s: expected true or false, found %s", where, key, s_type(v));
         return -1;
     }
-    *out = json_is_true(v);
+    if (v)
+        *out = json_is_true(v);
     return 0;
 }
 
