@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hang_json.h"
+#include "hang_proc.h"
 #include "hang_pytb.h"
 #include "log.h"
 #include "wire.h"
@@ -179,56 +179,20 @@ static int s_spawn_capture(agent_stacks_t *h, struct as_worker *w, int deadline_
 
 /* ---- stacks: CPython tracebacks, by SIGABRT and faulthandler ------------------------------------------ */
 
+/* Whether pid's command (/proc/PID/comm) is CPython's. */
 static int s_is_python(pid_t pid)
 {
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, comm, sizeof comm - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    return n > 0 && strncmp(comm, "python", 6) == 0;
-}
-
-/* pid's parent, from /proc/PID/stat (after the command, whose parentheses may hold anything); -1 unknown. */
-static pid_t s_ppid(pid_t pid)
-{
-    char path[64], b[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    b[n] = '\0';
-    char *r = strrchr(b, ')');
-    char st;
-    int ppid;
-    return r && sscanf(r + 1, " %c %d", &st, &ppid) == 2 ? ppid : -1;
+    char comm[32];
+    return hang_proc_read((int)pid, "comm", comm, sizeof comm) > 0 && strncmp(comm, "python", 6) == 0;
 }
 
 /* SIGABRT to the worker and its direct children that run CPython, each through a pidfd proved to be the process
  * found (the worker is our unreaped child; a child's parent is checked again after its pidfd is open). */
 static void s_abort_worker(struct as_worker *w)
 {
-    char path[80], b[1024];
-    pid_t cand[AS_PY_PIDS];
-    int nc = 0;
-    cand[nc++] = w->pid;
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)w->pid, (int)w->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    b[n > 0 ? n : 0] = '\0';
-    for (char *p = b, *end; nc < AS_PY_PIDS && *p; p = end) { /* a list cut short by the bound loses its last */
-        long v = strtol(p, &end, 10);
-        if (end == p || (*end != ' ' && *end != '\0') || (*end == '\0' && n == (ssize_t)sizeof b - 1))
-            break;
-        if (v > 0)
-            cand[nc++] = (pid_t)v;
-    }
+    int cand[AS_PY_PIDS];
+    cand[0] = (int)w->pid;
+    int nc = 1 + hang_proc_children((int)w->pid, cand + 1, AS_PY_PIDS - 1);
     w->npy = 0;
     for (int i = 0; i < nc; i++) {
         if (!s_is_python(cand[i]))
@@ -236,7 +200,10 @@ static void s_abort_worker(struct as_worker *w)
         int pfd = s_pidfd_open(cand[i]);
         if (pfd < 0)
             continue;
-        if ((i > 0 && s_ppid(cand[i]) != w->pid) || s_pidfd_kill(pfd, SIGABRT) < 0) {
+        char state;
+        int ppid = -1;
+        if ((i > 0 && (hang_proc_stat(cand[i], cand[i], &state, &ppid) < 0 || ppid != w->pid)) ||
+            s_pidfd_kill(pfd, SIGABRT) < 0) {
             close(pfd);
             continue;
         }
@@ -302,28 +269,6 @@ static int s_native_deadline(loop_t *loop, int id, void *arg)
 
 /* ---- the answers ------------------------------------------------------------------------------------- */
 
-/* The end of this generation's part of the rank's log (at most AS_TAIL bytes, malloc'ed, *len set), where
- * faulthandler's dump is; NULL when the log cannot be read. */
-static char *s_log_tail(const struct worker *wk, size_t *len)
-{
-    struct stat st;
-    if (wk->log_fd < 0 || fstat(wk->log_fd, &st) < 0)
-        return NULL;
-    off_t start = st.st_size > (off_t)AS_TAIL ? st.st_size - (off_t)AS_TAIL : 0;
-    if (start < wk->gen_log_start)
-        start = wk->gen_log_start;
-    size_t want = st.st_size > start ? (size_t)(st.st_size - start) : 0;
-    char *b = malloc(want + 1);
-    ssize_t n = b ? pread(wk->log_fd, b, want, start) : -1;
-    if (n < 0) {
-        free(b);
-        return NULL;
-    }
-    b[n] = '\0';
-    *len = (size_t)n;
-    return b;
-}
-
 /* One rank's REPORT "stacks": its worker's tree from plaunch __stacks, its CPython processes' tracebacks from its
  * log, within AS_SEND_MAX (hang_json drops the least telling frames first). */
 static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct worker *wk)
@@ -340,11 +285,9 @@ static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct wor
                              : "no answer from plaunch __stacks in time");
         t = hang_trace_new();
     }
-    size_t len = 0;
-    char *tail = t ? s_log_tail(wk, &len) : NULL;
-    if (tail && hang_pytb_attach(t, (int)w->pid, tail, len, err, sizeof err) < 0 && !who.error[0])
+    if (t && wk->log_fd >= 0 && hang_pytb_attach_fd(t, (int)w->pid, wk->log_fd, AS_TAIL, err, sizeof err) < 0 &&
+        !who.error[0])
         snprintf(who.error, sizeof who.error, "Python tracebacks: %s", err);
-    free(tail);
     char *json = t ? hang_json_encode(t, &who, AS_SEND_MAX) : NULL;
     if (json)
         h->send(h->arg, "stacks", json, strlen(json));
