@@ -1,6 +1,7 @@
 /* probe_chart: the inline SVG charts of the probe's HTML page (busbw vs size per N, efficiency vs N). */
 #include "probe_chart.h"
 
+#include "mon_chart.h"
 #include "probe_fmt.h"
 
 #include <math.h>
@@ -38,19 +39,6 @@ static double s_px(const struct s_frame *f, double x)
 static double s_py(const struct s_frame *f, double y)
 {
     return f->h - f->mb - (y - f->y0) / (f->y1 - f->y0) * (f->h - f->mt - f->mb);
-}
-
-/* The smallest of 1, 2, 2.5, 5 times a power of ten that is >= v. */
-static double s_nice(double v)
-{
-    static const double steps[] = { 1, 2, 2.5, 5, 10 };
-    if (!(v > 0))
-        return 1;
-    double p = pow(10, floor(log10(v)));
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (steps[i] * p >= v * (1 - 1e-12))
-            return steps[i] * p;
-    return 10 * p;
 }
 
 static void s_open(FILE *out, const struct s_frame *f, const char *id, const char *title, const char *xlabel,
@@ -122,7 +110,7 @@ void probe_chart_busbw(FILE *out, const struct probe_meas *m)
     }
     if (f.x1 <= f.x0)
         f.x1 = f.x0 + 1;
-    double step = s_nice(fmax(ymax, 1e-9) * 1.08 / 5);
+    double step = mon_chart_nice(fmax(ymax, 1e-9) * 1.08 / 5);
     f.y1 = step * 5;
     s_open(out, &f, "chart-busbw", single ? "AllReduce algbw vs message size (one GPU: busbw is 0 at N=1)"
                                           : "AllReduce busbw vs message size, per group size N",
