@@ -188,32 +188,50 @@ static void s_check_t(struct pw_ctx *c, const void *out, size_t elems, s_expect 
     CUDA_CHECK(cudaGetLastError());
 }
 
-unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k)
+/* The input pattern of this rank, poisoned output around it (NaN in all three types). */
+static void s_prepare(struct pw_ctx *c, const struct pw_call *k, unsigned m)
 {
     size_t es = probe_dtype_size(c->o.dtype);
-    unsigned m = probe_op_reduces(k->op) ? S_MOD_SUM : S_MOD_MOVE;
     char *in = k->in_place ? (char *)c->drecv + k->l.send_ip * es * (size_t)k->pos : (char *)c->dsend;
-    char *out = (char *)c->drecv + (k->in_place ? k->l.recv_ip * es * (size_t)k->pos : 0);
     size_t span = (k->l.send > k->l.recv ? k->l.send : k->l.recv) * es;
-    CUDA_CHECK(cudaMemsetAsync(c->drecv, 0xff, span, c->stream)); /* NaN in all three types */
+    CUDA_CHECK(cudaMemsetAsync(c->drecv, 0xff, span, c->stream));
     switch (c->o.dtype) {
     case PROBE_DT_HALF: s_fill_t<__half>(c, in, k->l.send, k->pos, m); break;
     case PROBE_DT_BFLOAT16: s_fill_t<__nv_bfloat16>(c, in, k->l.send, k->pos, m); break;
     default: s_fill_t<float>(c, in, k->l.send, k->pos, m); break;
     }
+}
+
+void pw_call_init(struct pw_ctx *c, const struct pw_call *k)
+{
+    s_prepare(c, k, probe_op_reduces(k->op) ? S_MOD_SUM : S_MOD_MOVE);
+    pw_wait_stream(c, k->comm, "the data set-up before timing");
+    CUDA_CHECK(cudaDeviceSynchronize()); /* as nccl-tests' initData ends; the stream is idle, so this returns */
+}
+
+unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k)
+{
+    size_t es = probe_dtype_size(c->o.dtype);
+    unsigned m = probe_op_reduces(k->op) ? S_MOD_SUM : S_MOD_MOVE;
+    char *out = (char *)c->drecv + (k->in_place ? k->l.recv_ip * es * (size_t)k->pos : 0);
+    s_prepare(c, k, m);
     pw_call_enqueue(c, k, 0, c->dsend, c->drecv);
     s_expect e = { (int)k->op, k->pos, k->n, k->l.count, m, 0.0f };
     double top = 4.0 * k->n, exact = c->o.dtype == PROBE_DT_FLOAT ? 16777216 : c->o.dtype == PROBE_DT_HALF ? 2048 : 256;
     if (probe_op_reduces(k->op) && top > exact) /* past the exact integers: allow the type's rounding */
         e.tol = (float)(top * (c->o.dtype == PROBE_DT_BFLOAT16 ? 1.0 / 128 : 1.0 / 1024));
-    unsigned long long *dbad = (unsigned long long *)(c->dscratch + 8), bad = 0;
-    CUDA_CHECK(cudaMemsetAsync(dbad, 0, sizeof *dbad, c->stream));
+    /* the count lives in mapped host memory allocated for this check and freed after it, as nccl-tests does */
+    unsigned long long *hbad = NULL, *dbad = NULL, bad;
+    CUDA_CHECK(cudaHostAlloc((void **)&hbad, sizeof *hbad, cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostGetDevicePointer((void **)&dbad, hbad, 0));
+    *hbad = 0;
     switch (c->o.dtype) {
     case PROBE_DT_HALF: s_check_t<__half>(c, out, k->l.recv, e, dbad); break;
     case PROBE_DT_BFLOAT16: s_check_t<__nv_bfloat16>(c, out, k->l.recv, e, dbad); break;
     default: s_check_t<float>(c, out, k->l.recv, e, dbad); break;
     }
-    CUDA_CHECK(cudaMemcpyAsync(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost, c->stream));
     pw_wait_stream(c, k->comm, "the data check");
+    bad = *(volatile unsigned long long *)hbad;
+    CUDA_CHECK(cudaFreeHost(hbad));
     return bad;
 }

@@ -63,11 +63,13 @@ static size_t s_shift(const struct pw_ctx *c, const struct pw_call *k, int iter)
     return steps ? (size_t)(k->l.size * ((uint64_t)iter % steps)) : 0;
 }
 
-/* One placement of one size, as nccl-tests' BenchTime: one untimed call and its completion, the barrier, then
+/* One placement of one size, as nccl-tests' BenchTime: the data set up, one untimed call and its completion, the
+ * barrier, then
  * -n calls enqueued back to back and timed (host: wall clock from before the first enqueue to the stream's
  * completion; events: between two events around them). Microseconds per call. */
 static double s_time(struct pw_ctx *c, const struct pw_group *g, const struct pw_call *k)
 {
+    pw_call_init(c, k);
     pw_call_enqueue(c, k, s_shift(c, k, 0), c->dsend, c->drecv);
     pw_wait_stream(c, k->comm, "the collective before the timed loop");
     s_group_barrier(c, g);

@@ -101,6 +101,8 @@ struct pw_call pw_call_make(const struct pw_ctx *c, enum probe_op op, uint64_t b
                             int in_place);
 /* Enqueues the call on c->stream with buffers shifted by `shift` bytes (nccl-tests' per-iteration offset). */
 void pw_call_enqueue(struct pw_ctx *c, const struct pw_call *k, size_t shift, void *send, void *recv);
+/* nccl-tests' initData before timing: the input filled, the output poisoned, the device synchronised. */
+void pw_call_init(struct pw_ctx *c, const struct pw_call *k);
 /* Fills the input with the check pattern, poisons the output, runs the call once, and counts wrong elements
  * on this rank (0 = correct). */
 unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k);
