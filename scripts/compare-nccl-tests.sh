@@ -149,39 +149,56 @@ def med(runs, size, i):
     v = [r[size][i] for r in runs if size in r]
     return statistics.median(v) if v else float("nan")
 
+def spread(runs, size, i):
+    """how far one tool's rounds lie apart: (max - min) / median, in percent"""
+    v = [r[size][i] for r in runs if size in r]
+    return 100 * (max(v) - min(v)) / statistics.median(v) if v and statistics.median(v) > 0 else float("nan")
+
 total = miss = 0
+within = {}  # (placement, >= 1 MiB) -> [sizes within target, sizes]
 first = True
 for op in ops:
     nr = [nccl_rows("%s/nccl-%s-%d.txt" % (out, op, i)) for i in range(1, k + 1)]
     pr = [probe_rows("%s/probe-%s-%d.json" % (out, op, i)) for i in range(1, k + 1)]
     nruns, pruns = [x[0] for x in nr], [x[0] for x in pr]
-    navg, pavg = [(0, x[2]) for x in nr], [(0, x[3]) for x in pr]
+    navg, pavg = [x[2] for x in nr], [x[3] for x in pr]
     if first:
         v = pr[0][1]
         print("# %s, NCCL %d.%d.%d; %s" % (label, v // 10000, v % 10000 // 100, v % 100, nr[0][1]))
         print("# probe: %s --op OP (timing: %s); nccl-tests: *_perf %s" % (pcmd, pr[0][2], ncmd))
-        print("# median of %d alternating runs of each; ratio = probe algbw / nccl-tests algbw (= nccl time / probe time)"
+        print("# median of %d alternating runs of each; ratio = probe algbw / nccl-tests algbw (= nccl time / probe time);"
               % k)
+        print("# spread = (max - min) / median of nccl-tests' own runs, in %: how well nccl-tests agrees with itself")
         print("# target: ratio within 1 +- 0.03 at >= 1 MiB, 1 +- 0.10 below")
         first = False
     print("#\n# %s: plaunch probe --op %s vs %s" % (op, op, PERF[op]))
-    print("# %11s  %10s %10s %7s  %10s %10s %7s  %s" % ("size (B)", "probe us", "nccl us", "ratio", "probe ip",
-                                                        "nccl ip", "ratio", "within target"))
+    print("# %11s  %9s %9s %6s %6s   %9s %9s %6s %6s  %s" % ("size (B)", "probe us", "nccl us", "ratio", "spread",
+                                                            "probe ip", "nccl ip", "ratio", "spread", "within target"))
     sizes = sorted(set(pruns[0]) & set(nruns[0]))
     for size in sizes:
         cells, ok = [], True
         for i in (0, 1):
             p, n = med(pruns, size, i), med(nruns, size, i)
             ratio = n / p if p > 0 else float("nan")
-            ok &= abs(ratio - 1) <= (0.03 if size >= 1 << 20 else 0.10)
-            cells.append((p, n, ratio))
+            good = abs(ratio - 1) <= (0.03 if size >= 1 << 20 else 0.10)
+            ok &= good
+            w = within.setdefault((i, size >= 1 << 20), [0, 0])
+            w[0] += good
+            w[1] += 1
+            cells += [p, n, ratio, spread(nruns, size, i)]
         total += 1
         miss += not ok
-        print("  %11d  %10.2f %10.2f %7.3f  %10.2f %10.2f %7.3f  %s" % (size, *cells[0], *cells[1],
-                                                                        "ok" if ok else "MISS"))
+        verdict = "ok" if ok else "MISS (%s)" % " and ".join(
+            n for n, c in (("out of place", cells[2]), ("in place", cells[6]))
+            if abs(c - 1) > (0.03 if size >= 1 << 20 else 0.10))
+        print("  %11d  %9.2f %9.2f %6.3f %5.0f%%   %9.2f %9.2f %6.3f %5.0f%%  %s" % (size, *cells, verdict))
     print("# %s: Avg bus bandwidth (median of the runs): probe %g, nccl-tests %g GB/s"
-          % (op, statistics.median(a for _, a in pavg), statistics.median(a for _, a in navg)))
-print("#\n# %d of %d sizes within target in both placements%s" % (total - miss, total, "" if miss == 0 else
-                                                                 ": %d MISS" % miss))
+          % (op, statistics.median(pavg), statistics.median(navg)))
+print("#")
+for (i, big), (good, n) in sorted(within.items()):
+    print("# %-12s %-9s: %d of %d within %s" % ("out of place" if i == 0 else "in place",
+                                               ">= 1 MiB" if big else "< 1 MiB", good, n, "3%" if big else "10%"))
+print("# %d of %d sizes within target in both placements%s" % (total - miss, total, "" if miss == 0 else
+                                                               ": %d MISS" % miss))
 sys.exit(3 if miss else 0)
 EOF

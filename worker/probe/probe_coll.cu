@@ -177,24 +177,33 @@ void pw_call_enqueue(struct pw_ctx *c, const struct pw_call *k, size_t shift, vo
 
 template <typename T> static void s_fill_t(struct pw_ctx *c, void *buf, size_t elems, int pos, unsigned m)
 {
-    s_fill<T><<<pw_blocks(), 256, 0, c->stream>>>((T *)buf, elems, pos, m);
+    s_fill<T><<<pw_blocks(), 256, 0, 0>>>((T *)buf, elems, pos, m);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 static void s_check_t(struct pw_ctx *c, const void *out, size_t elems, s_expect e, unsigned long long *bad)
 {
-    s_check<T><<<pw_blocks(), 256, 0, c->stream>>>((const T *)out, elems, e, bad);
+    s_check<T><<<pw_blocks(), 256, 0, 0>>>((const T *)out, elems, e, bad);
     CUDA_CHECK(cudaGetLastError());
 }
 
-/* The input pattern of this rank, poisoned output around it (NaN in all three types). */
+/* Waits for the legacy default stream, which the data set-up and check use as nccl-tests' do, then for the
+ * device (it is idle by then, so cudaDeviceSynchronize returns at once). */
+static void s_wait_default(struct pw_ctx *c, ncclComm_t comm, const char *what)
+{
+    s_wait(c, comm, 0, NULL, what);
+    CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/* The input pattern of this rank, poisoned output around it (NaN in all three types), on the default stream
+ * like nccl-tests' initData; the caller waits for it. */
 static void s_prepare(struct pw_ctx *c, const struct pw_call *k, unsigned m)
 {
     size_t es = probe_dtype_size(c->o.dtype);
     char *in = k->in_place ? (char *)c->drecv + k->l.send_ip * es * (size_t)k->pos : (char *)c->dsend;
     size_t span = (k->l.send > k->l.recv ? k->l.send : k->l.recv) * es;
-    CUDA_CHECK(cudaMemsetAsync(c->drecv, 0xff, span, c->stream));
+    CUDA_CHECK(cudaMemset(c->drecv, 0xff, span));
     switch (c->o.dtype) {
     case PROBE_DT_HALF: s_fill_t<__half>(c, in, k->l.send, k->pos, m); break;
     case PROBE_DT_BFLOAT16: s_fill_t<__nv_bfloat16>(c, in, k->l.send, k->pos, m); break;
@@ -205,8 +214,7 @@ static void s_prepare(struct pw_ctx *c, const struct pw_call *k, unsigned m)
 void pw_call_init(struct pw_ctx *c, const struct pw_call *k)
 {
     s_prepare(c, k, probe_op_reduces(k->op) ? S_MOD_SUM : S_MOD_MOVE);
-    pw_wait_stream(c, k->comm, "the data set-up before timing");
-    CUDA_CHECK(cudaDeviceSynchronize()); /* as nccl-tests' initData ends; the stream is idle, so this returns */
+    s_wait_default(c, k->comm, "the data set-up before timing");
 }
 
 unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k)
@@ -215,7 +223,9 @@ unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k)
     unsigned m = probe_op_reduces(k->op) ? S_MOD_SUM : S_MOD_MOVE;
     char *out = (char *)c->drecv + (k->in_place ? k->l.recv_ip * es * (size_t)k->pos : 0);
     s_prepare(c, k, m);
+    s_wait_default(c, k->comm, "the data set-up of the check");
     pw_call_enqueue(c, k, 0, c->dsend, c->drecv);
+    pw_wait_stream(c, k->comm, "the collective of the check");
     s_expect e = { (int)k->op, k->pos, k->n, k->l.count, m, 0.0f };
     double top = 4.0 * k->n, exact = c->o.dtype == PROBE_DT_FLOAT ? 16777216 : c->o.dtype == PROBE_DT_HALF ? 2048 : 256;
     if (probe_op_reduces(k->op) && top > exact) /* past the exact integers: allow the type's rounding */
@@ -230,7 +240,7 @@ unsigned long long pw_call_check(struct pw_ctx *c, const struct pw_call *k)
     case PROBE_DT_BFLOAT16: s_check_t<__nv_bfloat16>(c, out, k->l.recv, e, dbad); break;
     default: s_check_t<float>(c, out, k->l.recv, e, dbad); break;
     }
-    pw_wait_stream(c, k->comm, "the data check");
+    s_wait_default(c, k->comm, "the data check");
     bad = *(volatile unsigned long long *)hbad;
     CUDA_CHECK(cudaFreeHost(hbad));
     return bad;
