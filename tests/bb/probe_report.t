@@ -145,6 +145,11 @@ run "FSDP fixture fires flags" 3 "$PLAUNCH" probe --report "$FIX/synthetic-fsdp8
 has "FSDP fixture: the all-gather's busbw drop named" "$tmp/out" "AllGather busbw drop at N=8"
 has "FSDP fixture: the step's collectives named" "$tmp/out" "the reduce-scatter + all-gather of 87.0 MB takes"
 has "FSDP fixture: wrong in-place data named" "$tmp/out" "wrong AllGather result at N=4 (first-n): 1 of 11 sizes failed the check (in place)"
+# measured on the lent H200 (1 GPU) on 2026-12-03: every collective, nccl-tests' timing
+run "measured every-op H200 fixture re-analyses cleanly" 0 "$PLAUNCH" probe --report "$FIX/measured-h200x1-2026-12-03-ops.json"
+n_tables=$(grep -c '^# .*_perf), N=1, first-n' "$tmp/out")
+[ "$n_tables" = 5 ] && ok "measured every-op fixture: five nccl-tests tables" || not_ok "measured every-op fixture tables: $n_tables"
+has "measured every-op fixture: verified" "$tmp/out" "verification: all 110 results were checked after timing and are correct"
 run "schema-1 file: CUDA-event timing labelled" 0 "$PLAUNCH" probe --report "$FIX/measured-h200x1-2026-12-02.json"
 has "schema-1 file: the label" "$tmp/out" "timing: CUDA events around the timed loop (--timing events; not nccl-tests' method)"
 
