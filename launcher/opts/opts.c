@@ -83,7 +83,7 @@ long opts_hang_tick_ms(const struct opts *o)
 void opts_usage(const char *prog)
 {
     printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"
-           "       %s probe [OPTIONS]        AllReduce bandwidth and scaling report (plaunch probe --help)\n"
+           "       %s probe [OPTIONS]        collective bandwidth (nccl-tests' method) and scaling report\n"
            "       %s report LOGDIR          a job's health from its monitor files (plaunch report --help)\n"
            "       %s certs init|issue ...   private job CA and node certificates (plaunch certs --help)\n"
            "       %s token [FILE]           a fresh token for the other nodes (export PLAUNCH_TOKEN=...)\n\n"
