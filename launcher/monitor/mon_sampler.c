@@ -23,9 +23,9 @@ extern char **environ;
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
-/* How long mon_sampler_stop waits for a SIGKILLed sampler to be gone (one stuck in the kernel is left to the
- * agent's reaper). */
-#define MON_SAMPLER_REAP_MS 1000
+/* How long mon_sampler_stop waits for a SIGKILLed sampler to be gone: its end needs CPU, which a loaded 2-core
+ * machine gave an ASan build only after 1 s (one stuck in the kernel is left to the agent's reaper). */
+#define MON_SAMPLER_REAP_MS 3000
 
 struct s_asked {
     int32_t rank, local_rank, generation;

@@ -349,8 +349,17 @@ static void test_hung_sampler_is_killed(void **state)
     pid_t pid = mon_sampler_pid(m);
     mon_sampler_stop(&m);
     s_assert_gone(pid);
-    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left at all */
-    assert_int_equal(errno, ECHILD);
+    /* no child left at all: every sampler of this file was killed. One whose end took longer than the stop's
+     * wait (a loaded machine) is reaped here as the supervisor's loop reaps it, within 10 s. */
+    for (int i = 0;; i++) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r == -1 && errno == ECHILD)
+            break;
+        if (i >= 500)
+            fail_msg("a child of the test still runs 10 s after every sampler was stopped");
+        if (r == 0)
+            poll(NULL, 0, 20);
+    }
 }
 
 int main(int argc, char **argv)
