@@ -106,6 +106,8 @@ static const struct rule s_rules[] = {
     { ASSIGN, "max_restarts", 0, WIRE_MAX_RESTARTS, 0, CS_ANY },
     { ASSIGN, "heartbeat_interval_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
     { ASSIGN, "heartbeat_timeout_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
+    { ASSIGN, "local_world_size", 1, WIRE_MAX_LOCAL, 0, CS_ANY },
+    { ASSIGN, "local_ports", 1, 65535, WIRE_MAX_LOCAL, CS_ANY },
     { REFUSE, "code", 1, INT32_MAX, 0, CS_ANY },
     { REFUSE, "text", 0, WIRE_MAX_TEXT, 0, CS_ANY },
     { REFUSE, "request", 0, WIRE_BYE, 0, CS_ANY },
@@ -351,6 +353,17 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     if (a->node_rank >= a->nnodes)
         return wire_fail(err, errlen, "assign.node_rank: %" PRIu32 ", not below assign.nnodes %" PRIu32, a->node_rank,
                          a->nnodes);
+    if (s_check_count("assign.local_ports", a->n_local_ports, "assign.local_world_size", a->local_world_size, err,
+                      errlen) < 0)
+        return -1;
+    if ((uint64_t)a->first_rank + a->local_world_size > a->world_size)
+        return wire_fail(err, errlen, "assign.first_rank %" PRIu32 " + local_world_size %" PRIu32
+                         ": beyond assign.world_size %" PRIu32, a->first_rank, a->local_world_size, a->world_size);
+    if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
+        return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
+                         a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
+    if (!a->n_local_world_sizes && !a->n_node_addrs && !a->n_endpoint_ports)
+        return 0; /* no tables: this node's part only */
     if (s_check_count("assign.local_world_sizes", a->n_local_world_sizes, "assign.nnodes", a->nnodes, err,
                       errlen) < 0 ||
         s_check_count("assign.node_addrs", a->n_node_addrs, "assign.nnodes", a->nnodes, err, errlen) < 0 ||
@@ -368,11 +381,16 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     if (a->first_rank != before)
         return wire_fail(err, errlen, "assign.first_rank: %" PRIu32 ", but the nodes before node %" PRIu32
                          " run %" PRIu64 " workers", a->first_rank, a->node_rank, before);
+    if (a->local_world_sizes[a->node_rank] != a->local_world_size)
+        return wire_fail(err, errlen, "assign.local_world_size: %" PRIu32 ", but local_world_sizes[%" PRIu32
+                         "] is %" PRIu32, a->local_world_size, a->node_rank, a->local_world_sizes[a->node_rank]);
+    for (uint32_t l = 0; l < a->local_world_size; l++)
+        if (a->local_ports[l] != a->endpoint_ports[a->first_rank + l])
+            return wire_fail(err, errlen, "assign.local_ports[%" PRIu32 "]: %" PRIu32 ", but endpoint_ports[%" PRIu32
+                             "] is %" PRIu32, l, a->local_ports[l], a->first_rank + l,
+                             a->endpoint_ports[a->first_rank + l]);
     /* restart_count is the generation: membership changes of an elastic job restart it without spending the
      * budget, so it may pass max_restarts. */
-    if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
-        return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
-                         a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
     return 0;
 }
 

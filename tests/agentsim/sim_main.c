@@ -271,7 +271,7 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
     }
     if (s_raise_fds(o->agents) < 0 || !(run->zctx = zmq_ctx_new()) ||
         zmq_ctx_set(run->zctx, ZMQ_IO_THREADS, o->threads) < 0 ||
-        zmq_ctx_set(run->zctx, ZMQ_MAX_SOCKETS, 2 * o->agents + 64) < 0) {
+        zmq_ctx_set(run->zctx, ZMQ_MAX_SOCKETS, 4 * o->agents + 1024) < 0) {
         fprintf(stderr, "pl_agentsim: ZeroMQ context: %s\n", zmq_strerror(errno));
         return -1;
     }
