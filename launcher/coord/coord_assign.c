@@ -20,18 +20,12 @@ void coord_assign_set_state(coord_server_t *cs, enum cs_state st)
 
 int coord_assign_members(coord_server_t *cs, uint32_t gen)
 {
-    int n = 0;
-    for (int i = 0; i < cs->npeers; i++)
-        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER && cs->peers[i].joined_gen == (int)gen;
-    return n;
+    return coord_members_count(cs, gen);
 }
 
 int coord_assign_live(coord_server_t *cs)
 {
-    int n = 0;
-    for (int i = 0; i < cs->npeers; i++)
-        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER;
-    return n;
+    return coord_members_live(cs);
 }
 
 void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m)
@@ -166,6 +160,7 @@ static void s_assign(coord_server_t *cs)
     }
     free(by_rank);
     free(t.sizes), free(t.addrs), free(t.ports);
+    cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
 }
 

@@ -25,6 +25,7 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
         if (!p->used || p->grace_timer != id)
             continue;
         p->grace_timer = 0;
+        cs->ngrace--;
         if (p->reconnecting || p->fd >= 0 || cs->state == CS_DONE)
             return 0; /* on its way back: the heartbeat timeout decides */
         char why[160];
@@ -66,15 +67,16 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         return;
     }
     p->fd = -1;
-    if (cs->state != CS_DONE && p->grace_timer <= 0)
-        p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs);
+    if (cs->state != CS_DONE && p->grace_timer <= 0 &&
+        (p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs)) > 0)
+        cs->ngrace++;
 }
 
 /* A new connection from the address of a member in its grace: it is reconnecting, not gone. */
 static void s_note_reconnect(coord_server_t *cs, int fd)
 {
     const char *addr = conn_guard_addr(cs->guard, fd);
-    for (int i = 1; i < cs->npeers; i++)
+    for (int i = 1; i < cs->npeers && cs->ngrace > 0; i++) /* none in grace: no scan on every connect */
         if (cs->peers[i].used && cs->peers[i].grace_timer > 0 && strcmp(cs->peers[i].from, addr) == 0)
             cs->peers[i].reconnecting = 1;
 }

@@ -28,9 +28,10 @@ int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_
 
 int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
 {
-    int i = 1;
+    int i = cs->free_hint > 1 ? cs->free_hint : 1; /* a scan from 1 made 16,384 sessions cost seconds */
     while (i < cs->npeers && cs->peers[i].used)
         i++;
+    cs->free_hint = i + 1;
     if (i == cs->npeers) {
         if (cs->npeers == cs->cap) { /* geometric: a thousand agents must not mean a million copies */
             int cap = cs->cap * 2;
@@ -78,8 +79,10 @@ static void s_untag(coord_server_t *cs, int peer)
 
 static void s_stop_grace(coord_server_t *cs, struct peer *p)
 {
-    if (p->grace_timer > 0)
+    if (p->grace_timer > 0) {
         loop_timer_cancel(cs->loop, p->grace_timer);
+        cs->ngrace--;
+    }
     p->grace_timer = 0;
     p->reconnecting = 0;
 }
@@ -94,8 +97,11 @@ void coord_peers_release(coord_server_t *cs, int peer)
     s_stop_grace(cs, p);
     free(p->ports);
     p->ports = NULL;
+    coord_members_unset(cs, peer);
     p->used = 0;
     p->st = PS_GONE;
+    if (peer < cs->free_hint)
+        cs->free_hint = peer;
 }
 
 void coord_peers_detach(coord_server_t *cs, int peer)
@@ -121,8 +127,11 @@ void coord_peers_move(coord_server_t *cs, int from, int to)
     s_untag(cs, from);
     free(p->ports);
     p->ports = NULL;
+    coord_members_unset(cs, from);
     p->used = 0;
     p->st = PS_GONE;
+    if (from < cs->free_hint)
+        cs->free_hint = from;
     o->fd = fd;
     if (cs->guard && fd >= 0)
         conn_guard_set_tag(cs->guard, fd, to);

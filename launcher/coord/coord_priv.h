@@ -5,7 +5,8 @@
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
- *   coord_peers.c, coord_conns.c  sessions by routing id; connections, their caps and the monitor */
+ *   coord_peers.c, coord_conns.c  sessions by routing id; connections, their caps and the monitor
+ *   coord_members.c  members counted and indexed (by generation, identity, requested rank) */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
@@ -56,6 +57,23 @@ struct local_mail {
     unsigned char data[];
 };
 
+/* coord_members.c's counts and indexes (below coord_peers.c). */
+#define CM_GENS 4                   /* generations with members at once: the current, the next, stragglers */
+struct cm_joined {
+    uint32_t gen;
+    int n;
+};
+struct coord_members {
+    int live;                       /* peers in PS_MEMBER */
+    struct cm_joined joined[CM_GENS]; /* members by the generation they joined for */
+    int overflow;                   /* more generations than slots: counts are taken by a scan */
+    int *ids;                       /* open addressing by (host, pid): peer + 1, 0 empty; stale entries skipped */
+    unsigned idcap, idused;
+    int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
+    int nrank;
+    int id_broken;                  /* out of memory once: lookups scan */
+};
+
 enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
 
 /* How the transport (coord_transport.c, coord_conns.c) calls up into the membership logic above it: through these
@@ -100,6 +118,10 @@ struct coord_server {
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
     int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
+    struct coord_members members;
+    int free_hint;              /* no free peer slot below this index */
+    int ngrace;                 /* members in their reconnect grace */
+    int bye_cursor;             /* coord_end_maybe_finish: every member below this index said BYE */
     /* coord_health.c: every rank's health summary as its node last sent it (REPORT "health"), by global rank */
     struct mon_rank_summary *health;
     int nhealth, health_cap;
@@ -148,6 +170,19 @@ void coord_peers_release(coord_server_t *cs, int peer);
 void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
 void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_members.c: membership (below coord_peers.c; calls nothing above it) */
+/* Peer becomes (or stays) a member, for generation gen; its host, pid, addr and req_rank are set already. */
+void coord_members_set(coord_server_t *cs, int peer, int gen);
+/* Peer stops being a member (before its slot is freed). */
+void coord_members_unset(coord_server_t *cs, int peer);
+/* Members that joined for gen; members whatever generation they joined for. */
+int coord_members_count(const coord_server_t *cs, uint32_t gen);
+int coord_members_live(const coord_server_t *cs);
+/* The member (other than except) with that identity, or -1. */
+int coord_members_find(const coord_server_t *cs, const char *host, uint32_t pid, const char *addr, int except);
+/* The member (other than except) that asked for node rank `rank`, or -1. */
+int coord_members_rank_owner(const coord_server_t *cs, int rank, int except);
+void coord_members_free(coord_server_t *cs);
 /* coord_conns.c: connections (below coord_transport.c; calls up only through cs->ev) */
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x)

@@ -463,6 +463,7 @@ void coord_transport_destroy(coord_server_t **pcs)
     if (cs->router)
         zmq_close(cs->router);
     coord_destroy(&cs->coord);
+    coord_members_free(cs);
     free(cs->peers);
     free(cs->frame);
     free(cs->health);

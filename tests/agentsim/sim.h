@@ -3,11 +3,13 @@
 #ifndef PLAUNCH_SIM_H
 #define PLAUNCH_SIM_H
 
-/* Calling rules: sim_main.c (options, threads, the coordinator's CPU and memory, checks) calls sim_net.c (a
- * thread's event loop, each agent's socket and session), which calls sim_agent.c (what an agent says and hears)
- * through sim_agent_on_msg and sim_agent_tick; sim_agent.c sends through sim_net_send. Every agent belongs to one
- * thread, which alone touches it until the threads are joined; struct sim_run's counters are atomics. The protocol
- * is the real one: common/wire encodes and checks every message, common/tls carries it. */
+/* Calling rules: sim_main.c (options, the phases, the coordinator's CPU and memory, checks) forks processes
+ * that each run sim_part.c (a share of the agents: threads, the phases it is told, its results): one process
+ * cannot hold 16,384 agents where the descriptor limit is 20,000 (three descriptors per agent). sim_part.c calls
+ * sim_net.c (a thread's event loop, each agent's socket and session), which calls sim_agent.c (what an agent says
+ * and hears) through sim_agent_on_msg and sim_agent_tick; sim_agent.c sends through sim_net_send. Every agent
+ * belongs to one thread, which alone touches it until the threads are joined; struct sim_run's counters are
+ * atomics. The protocol is the real one: common/wire encodes and checks every message, common/tls carries it. */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +40,7 @@ struct sim_opts {
     int window;                /* agents between connect and HELLO at once, over all threads; 0 no limit */
     int silent;                /* this many agents (the last ones) stop sending once steady */
     int ranks;                 /* 1: agent i asks for node rank i + 1 (node 0 is the real plaunch) */
+    int procs;                 /* processes sharing the agents */
     double heartbeat, hb_timeout;
     const char *keys[SIM_MAX_KEYS];
     int nkeys;
@@ -86,6 +89,29 @@ struct sim_thread {
     unsigned char frame[TLS_CHAN_FRAME_MAX];
 };
 
+/* What an agent got, sent from each process to sim_main.c at the end. */
+struct sim_result {
+    int idx, node_rank, first_rank, world, nnodes;
+    int assigned, have_ids, passed, errors, sessions, stop_reason, joined;
+    uint64_t join_ns, assign_ns, ids_ns, barrier_ns, stop_ns;
+};
+
+/* A process's totals, after its results. */
+struct sim_part_report {
+    int n, failed, id_mismatch, drops, logged, finished;
+    int have_ref[SIM_MAX_KEYS];
+    unsigned char ref[SIM_MAX_KEYS][WIRE_NCCL_ID_BYTES];
+};
+
+/* The pipes between sim_main.c and each process: down 'S' steady, 'E' end, 'Q' quit; up 'F' formed (every agent
+ * of the process passed the barrier or failed), 'T' every live agent got STOP, 'D' + report + results. */
+#define SIM_UP_FORMED 'F'
+#define SIM_UP_STOPPED 'T'
+#define SIM_UP_DONE 'D'
+#define SIM_DOWN_STEADY 'S'
+#define SIM_DOWN_END 'E'
+#define SIM_DOWN_QUIT 'Q'
+
 struct sim_run {
     const struct sim_opts *o;
     void *zctx;
@@ -98,7 +124,13 @@ struct sim_run {
     unsigned char ref[SIM_MAX_KEYS][WIRE_NCCL_ID_BYTES];
     atomic_int id_mismatch;
     atomic_int logged;            /* error lines printed, bounded */
+    int first, n;                 /* this process's agents */
 };
+
+/* sim_part.c */
+/* Runs agents [first, first + n) in this process (threads o->threads), following the phases read from down and
+ * reporting on up; returns the process's exit status. */
+int sim_part_run(const struct sim_opts *o, int first, int n, int up, int down);
 
 /* sim_net.c */
 /* The thread's loop: runs its agents until the run's phase is SIM_QUIT. */
