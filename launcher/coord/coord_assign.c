@@ -30,9 +30,12 @@ int coord_assign_live(coord_server_t *cs)
 
 void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m)
 {
-    for (int i = 0; i < cs->npeers; i++)
+    size_t len;
+    void *buf = coord_transport_encode(cs, -1, m, &len); /* once, not once per node */
+    for (int i = 0; buf && i < cs->npeers; i++)
         if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
-            coord_transport_send(cs, i, m);
+            coord_transport_send_encoded(cs, i, buf, len);
+    free(buf);
 }
 
 /* Orders members for rank assignment: requested ranks first, the rest by address, host name, pid. */

@@ -5,7 +5,8 @@
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
- *   coord_peers.c, coord_conns.c  sessions by routing id; connections, their caps and the monitor
+ *   coord_peers.c, coord_conns.c, coord_mail.c  sessions by routing id; connections, their caps and the
+ *                    monitor; the in-process agent's mail
  *   coord_members.c  members counted and indexed (by generation, identity, requested rank) */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
@@ -38,7 +39,6 @@ struct peer {
     int reconnecting;           /* ... but a connection from its address came since: the heartbeat decides */
     char from[80];              /* remote address */
     uint64_t last_heard_ns;
-    uint64_t hb_seq;
     /* from JOIN */
     char host[WIRE_MAX_HOST + 1], addr[WIRE_MAX_HOST + 1];
     uint32_t pid, nproc, master_port;
@@ -105,7 +105,7 @@ struct coord_server {
     char failure[4096];         /* the root cause, for the summary */
     int hb_timer, rdzv_timer, last_call_timer;
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
-    uint64_t hb_sent_ns;
+    uint64_t hb_sent_ns, hb_round;  /* the last heartbeat round: its time, its number (HEARTBEAT.seq) */
     uint64_t started_ns, said_ns;   /* the coordinator's start; its last "waiting for nodes" line */
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
@@ -137,9 +137,12 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
 void coord_transport_destroy(coord_server_t **cs);
 /* The coordinator speaks first: HELLO to a peer whose session opened (0: the local agent). */
 int coord_transport_hello(coord_server_t *cs, int peer);
-/* A message of the local agent, queued for the loop (never handled inside the caller). */
-int coord_transport_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
 int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* The encoding of m (caller frees), or NULL after ending the job (a message the coordinator cannot say); peer
+ * names the receiver in that message, -1 for every node. */
+void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len);
+/* Sends an encoded message (one encoding for a message that many nodes get). */
+int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, size_t len);
 /* (Re)arms the deadline of the rendezvous under way; 0 disarms. */
 void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
@@ -170,6 +173,12 @@ void coord_peers_release(coord_server_t *cs, int peer);
 void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
 void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_mail.c: the in-process agent's mail (below coord_transport.c) */
+/* Queues the encoded message buf[len] for the other side of this process (to_agent: 1 coordinator -> agent). */
+int coord_mail_post(coord_server_t *cs, int to_agent, const void *buf, size_t len);
+/* A message of the local agent, queued for the loop (never handled inside the caller). */
+int coord_mail_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
+void coord_mail_free(coord_server_t *cs);
 /* coord_members.c: membership (below coord_peers.c; calls nothing above it) */
 /* Peer becomes (or stays) a member, for generation gen; its host, pid, addr and req_rank are set already. */
 void coord_members_set(coord_server_t *cs, int peer, int gen);

@@ -5,7 +5,7 @@
 
 /* Calling rules: sim_main.c (options, the phases, the coordinator's CPU and memory, checks) forks processes
  * that each run sim_part.c (a share of the agents: threads, the phases it is told, its results): one process
- * cannot hold 16,384 agents where the descriptor limit is 20,000 (three descriptors per agent). sim_part.c calls
+ * cannot hold 16,384 agents where the descriptor limit is 20,000 (SIM_FDS_PER_AGENT each). sim_part.c calls
  * sim_net.c (a thread's event loop, each agent's socket and session), which calls sim_agent.c (what an agent says
  * and hears) through sim_agent_on_msg and sim_agent_tick; sim_agent.c sends through sim_net_send. Every agent
  * belongs to one thread, which alone touches it until the threads are joined; struct sim_run's counters are
@@ -22,6 +22,9 @@
 #define SIM_MAX_NPROC 64    /* simulated workers per agent */
 #define SIM_TICK_MS 10      /* heartbeats, retries and phase changes are looked at this often */
 #define SIM_BARRIER "done"  /* the barrier every rank passes once it holds every id (nccl_id's) */
+/* Descriptors an agent holds: its connection and four ZeroMQ mailboxes (its DEALER, the DEALER's monitor and the
+ * PAIR reading it), with room for sockets closed but not yet reaped. */
+#define SIM_FDS_PER_AGENT 5
 
 enum sim_phase {
     SIM_FORM,   /* connect, JOIN, ASSIGN, ids, barrier */
@@ -32,7 +35,8 @@ enum sim_phase {
 
 struct sim_opts {
     char endpoint[300];        /* tcp://HOST:PORT of the coordinator */
-    const char *addr;          /* JOIN.addr */
+    const char *addr;          /* JOIN.addr and the source address of every agent; NULL: agent i has its own,
+                                  127.1.0.0 + i (a node per address, as the coordinator's per-address caps expect) */
     int agents;                /* simulated agents */
     int nnodes;                /* what every ASSIGN must say (the simulated agents plus the real ones) */
     int nproc;                 /* simulated workers per agent */
@@ -68,6 +72,8 @@ struct sim_agent {
     uint64_t retry_at;
     int sessions;                 /* sessions started (1 unless the coordinator closed some) */
     char job_id[WIRE_MAX_JOB_ID + 1];
+    char addr[64];                /* its address (JOIN.addr, the source of its connection) */
+    char endpoint[400];           /* "tcp://ADDR:0;HOST:PORT" */
     uint32_t generation;
     int joined_once;              /* a JOIN was sent (its time is join_ns) */
     int assigned;

@@ -50,7 +50,7 @@ static void s_send_join(struct sim_agent *a)
     for (int l = 0; l < o->nproc; l++) /* never bound: simulated workers listen nowhere */
         ports[l] = 10000 + (uint32_t)((a->idx * o->nproc + l) % 50000);
     j.hostname = host;
-    j.addr = (char *)o->addr;
+    j.addr = a->addr;
     j.pid = (uint32_t)getpid();
     j.nproc = (uint32_t)o->nproc;
     j.requested_node_rank = a->assigned ? a->node_rank : o->ranks ? a->idx + 1 : -1;

@@ -27,7 +27,7 @@ static const char s_usage[] =
     "CPU is sampled over the window when --coord-pid is given), then every agent ends with status 0. --silent K:\n"
     "the last K agents stop sending once steady; the others must get STOP(NODE_LOST). --window W: at most W\n"
     "agents in a handshake at once (default: all at once, as real nodes starting together). --procs K: the agents\n"
-    "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, three\n"
+    "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, five\n"
     "descriptors per agent). Prints one line of\n"
     "results and the checks; exit 0 when every check passed, 1 otherwise, 2 for bad usage.\n";
 
@@ -50,7 +50,7 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
     const char *master = NULL;
     int opt;
     *c = (struct sim_cli){ .settle = 2, .hb_window = 10, .deadline = 300 };
-    *o = (struct sim_opts){ .addr = "127.0.0.1", .nproc = 1, .heartbeat = 0.5, .hb_timeout = 2.5,
+    *o = (struct sim_opts){ .nproc = 1, .heartbeat = 0.5, .hb_timeout = 2.5,
                             .nnodes = -1, .threads = -1 };
     while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (opt) {
@@ -79,10 +79,10 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         o->keys[o->nkeys++] = k;
     if (o->nnodes < 0)
         o->nnodes = o->agents + 1;
-    if (o->procs <= 0) { /* as many processes as the descriptor limit needs: three per agent */
+    if (o->procs <= 0) { /* as many processes as the descriptor limit needs */
         struct rlimit rl;
         long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
-                       ? ((long)rl.rlim_max - 512) / 3 : 100000;
+                       ? ((long)rl.rlim_max - 512) / SIM_FDS_PER_AGENT : 100000;
         o->procs = (int)((o->agents + per - 1) / per);
     }
     if (o->threads < 0)

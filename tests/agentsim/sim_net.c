@@ -90,7 +90,7 @@ static int s_connect(struct sim_agent *a)
         zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_socket_monitor(a->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 ||
         !(a->mon = zmq_socket(run->zctx, ZMQ_PAIR)) || zmq_connect(a->mon, mon_ep) < 0 ||
-        zmq_connect(a->sock, run->o->endpoint) < 0 || s_watch(a, a->sock, 0) < 0 || s_watch(a, a->mon, 1) < 0) {
+        zmq_connect(a->sock, a->endpoint) < 0 || s_watch(a, a->sock, 0) < 0 || s_watch(a, a->mon, 1) < 0) {
         sim_log(run, "agent %d: cannot connect to %s: %s (raise the descriptor limit?)", a->idx, run->o->endpoint,
                 zmq_strerror(errno));
         sim_net_reset(a, 1);

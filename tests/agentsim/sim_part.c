@@ -14,11 +14,11 @@
 
 #define SP_END_MS 60000 /* from 'E' to every agent's BYE */
 
-/* Three descriptors per agent (its connection, its socket's and its monitor's mailboxes), and some room. */
+/* SIM_FDS_PER_AGENT descriptors per agent, and some room. */
 static int s_raise_fds(int agents)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t)agents * 3 + 256;
+    rlim_t need = (rlim_t)agents * SIM_FDS_PER_AGENT + 256;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
         return 0;
     rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
@@ -60,8 +60,16 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
         if (!(th->agents = calloc((size_t)(th->n ? th->n : 1), sizeof *th->agents)) ||
             (th->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
             return -1;
-        for (int i = 0; i < th->n; i++)
-            th->agents[i] = (struct sim_agent){ .idx = th->first + i, .th = th, .st = SA_WAIT, .node_rank = -1 };
+        for (int i = 0; i < th->n; i++) {
+            struct sim_agent *a = &th->agents[i];
+            *a = (struct sim_agent){ .idx = th->first + i, .th = th, .st = SA_WAIT, .node_rank = -1 };
+            if (o->addr)
+                snprintf(a->addr, sizeof a->addr, "%s", o->addr);
+            else
+                snprintf(a->addr, sizeof a->addr, "127.%d.%d.%d", 1 + a->idx / 65536, a->idx / 256 % 256,
+                         a->idx % 256);
+            snprintf(a->endpoint, sizeof a->endpoint, "tcp://%s:0;%s", a->addr, o->endpoint + strlen("tcp://"));
+        }
     }
     return 0;
 }
