@@ -142,9 +142,10 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
 int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
 {
     struct conn_limits lim;
-    conn_guard_limits(&lim);
-    /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first */
-    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = 1024;
+    conn_guard_limits(&lim, cs->job->opt.nnodes);
+    /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
+     * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
+    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
     if (!(cs->guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->plog = peerlog_new(cs->loop, 0))) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -5,8 +5,8 @@
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
- *   coord_peers.c, coord_conns.c, coord_mail.c  sessions by routing id; connections, their caps and the
- *                    monitor; the in-process agent's mail
+ *   coord_peers.c, coord_conns.c, coord_mail.c, coord_admit.c  sessions by routing id; connections, their
+ *                    caps and the monitor; the in-process agent's mail; ClientHellos waiting for a handshake slot
  *   coord_members.c  members counted and indexed (by generation, identity, requested rank) */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
@@ -119,6 +119,8 @@ struct coord_server {
     int mail_timer;
     int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
     struct coord_members members;
+    struct admit *admit_head, *admit_tail; /* coord_admit.c */
+    int nadmit;
     int free_hint;              /* no free peer slot below this index */
     int ngrace;                 /* members in their reconnect grace */
     int bye_cursor;             /* coord_end_maybe_finish: every member below this index said BYE */
@@ -173,6 +175,24 @@ void coord_peers_release(coord_server_t *cs, int peer);
 void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
 void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_admit.c: ClientHellos waiting for a handshake slot (below coord_transport.c; calls conn_guard only) */
+#define CS_ADMIT_FRAME 2048 /* a plaunch ClientHello is ~300 bytes; a bigger first frame is not kept */
+struct admit {
+    struct admit *next;
+    int fd;
+    uint64_t serial;            /* conn_guard_serial: the frame's connection, not a later one on the same number */
+    size_t rid_len, len;
+    unsigned char data[];       /* routing id, then the frame */
+};
+/* Keeps the ClientHello of fd's connection (routing id rid) until a slot frees; 0, or -1 (too big, more than one
+ * per waiting connection, out of memory: the caller closes the connection). */
+int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *frame,
+                     size_t len);
+/* The oldest waiting ClientHello (caller frees), or NULL. */
+struct admit *coord_admit_pop(coord_server_t *cs);
+/* 1 when a's connection is still the one that sent it, unauthenticated and without a handshake under way. */
+int coord_admit_current(coord_server_t *cs, const struct admit *a);
+void coord_admit_free(coord_server_t *cs);
 /* coord_mail.c: the in-process agent's mail (below coord_transport.c) */
 /* Queues the encoded message buf[len] for the other side of this process (to_agent: 1 coordinator -> agent). */
 int coord_mail_post(coord_server_t *cs, int to_agent, const void *buf, size_t len);

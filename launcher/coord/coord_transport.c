@@ -140,7 +140,12 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
                           size_t len)
 {
     int moved = conn_guard_pending(cs->guard, fd), peer;
-    if (moved < 0) /* over the cap: closed */
+    if (moved == 2) { /* every handshake slot is taken: it waits its turn */
+        if (coord_admit_push(cs, fd, rid, rid_len, data, len) < 0)
+            conn_guard_close(cs->guard, fd, CONN_HANDSHAKES);
+        return;
+    }
+    if (moved < 0) /* no live connection */
         return;
     if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
         log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
@@ -217,6 +222,20 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
     }
 }
 
+/* Waiting ClientHellos, oldest first, while handshake slots are free. */
+static void s_admit(coord_server_t *cs)
+{
+    struct admit *a;
+    if (!cs->admit_head)
+        return;
+    coord_conns_drain_monitor(cs);
+    while (cs->admit_head && conn_guard_pending_room(cs->guard) && (a = coord_admit_pop(cs)) != NULL) {
+        if (coord_admit_current(cs, a) && coord_peers_find(cs, a->fd, a->data, a->rid_len) < 0)
+            s_new_session(cs, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
+        free(a);
+    }
+}
+
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     coord_server_t *cs = arg;
@@ -227,7 +246,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         if (ok < 0) {
             zmq_msg_close(&rid);
             zmq_msg_close(&body);
-            return 0;
+            break;
         }
         /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
         int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
@@ -236,6 +255,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
+    s_admit(cs);
     return 0;
 }
 
@@ -300,6 +320,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     }
     if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
         s_say_rendezvous(cs, now);
+    s_admit(cs); /* slots freed by handshakes that ended without a frame (closed, past their deadline) */
     if (cs->state != CS_DONE)
         cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
     return 0;
@@ -427,6 +448,7 @@ void coord_transport_destroy(coord_server_t **pcs)
         zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
         loop_remove_socket(cs->loop, cs->router);
     }
+    coord_admit_free(cs);
     coord_conns_close(cs);
     if (cs->router)
         zmq_close(cs->router);
