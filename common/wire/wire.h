@@ -37,6 +37,7 @@
 /* An ASSIGN carries the tables of every node and rank only while nnodes x world_size stays within this (the
  * broadcast then stays under ~60 MB): beyond, each node gets its own part only (docs/protocol.md). */
 #define WIRE_TABLES_MAX      (1u << 22)
+#define WIRE_MAX_TABLE_NODES 2048        /* so the tables never list more nodes (world_size >= nnodes) */
 
 typedef Plaunch__Envelope wire_msg_t;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CM_MIN_SLOTS 64
+#define CM_MIN_RANKS 64
 
 static struct cm_joined *s_slot_of(struct coord_members *m, uint32_t gen, int create)
 {
@@ -37,10 +37,7 @@ static void s_count(struct coord_members *m, int gen, int delta)
 
 static uint32_t s_hash(const char *host, uint32_t pid)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *c = (const unsigned char *)host; *c; c++)
-        h = (h ^ *c) * 16777619u;
-    return (h ^ pid) * 16777619u;
+    return hindex_hash(&pid, sizeof pid, hindex_hash(host, strlen(host), 2166136261u));
 }
 
 static int s_is_member(const coord_server_t *cs, int peer)
@@ -48,43 +45,11 @@ static int s_is_member(const coord_server_t *cs, int peer)
     return peer >= 0 && peer < cs->npeers && cs->peers[peer].used && cs->peers[peer].st == PS_MEMBER;
 }
 
-/* Slots hold peer index + 1 (0: empty). An entry whose peer is no longer a member with that identity is stale:
- * lookups skip it and inserts reuse it, so nothing is ever deleted; a rebuild drops them when the table fills. */
-static int s_id_insert(coord_server_t *cs, int peer)
+/* An entry of the identity index still stands for its hash: a member with that identity. */
+static int s_id_live(void *arg, int peer, uint32_t hash)
 {
-    struct coord_members *m = &cs->members;
-    const struct peer *p = &cs->peers[peer];
-    if (m->idused + 1 > m->idcap / 2) {
-        unsigned cap = m->idcap ? m->idcap : CM_MIN_SLOTS;
-        while ((unsigned)m->live + 1 > cap / 4)
-            cap *= 2;
-        int *ids = calloc(cap, sizeof *ids);
-        if (!ids)
-            return -1;
-        free(m->ids);
-        m->ids = ids;
-        m->idcap = cap;
-        m->idused = 0;
-        for (int i = 0; i < cs->npeers; i++)
-            if (i != peer && s_is_member(cs, i) && s_id_insert(cs, i) < 0)
-                return -1;
-    }
-    unsigned mask = m->idcap - 1, h = s_hash(p->host, p->pid) & mask, reuse = m->idcap;
-    for (;; h = (h + 1) & mask) {
-        int q = m->ids[h] - 1;
-        if (q == peer)
-            return 0;
-        if (q < 0)
-            break;
-        if (reuse == m->idcap && !s_is_member(cs, q))
-            reuse = h;
-    }
-    if (reuse == m->idcap)
-        m->idused++;
-    else
-        h = reuse;
-    m->ids[h] = peer + 1;
-    return 0;
+    const coord_server_t *cs = arg;
+    return s_is_member(cs, peer) && s_hash(cs->peers[peer].host, cs->peers[peer].pid) == hash;
 }
 
 void coord_members_set(coord_server_t *cs, int peer, int gen)
@@ -99,11 +64,11 @@ void coord_members_set(coord_server_t *cs, int peer, int gen)
     }
     p->joined_gen = gen;
     s_count(m, gen, +1);
-    if (s_id_insert(cs, peer) < 0)
+    if (hindex_put(&m->ids, s_hash(p->host, p->pid), peer, s_id_live, cs) < 0)
         m->id_broken = 1; /* out of memory: lookups scan */
     if (p->req_rank >= 0 && p->req_rank < WIRE_MAX_NODES) {
         if (p->req_rank >= m->nrank) {
-            int n = m->nrank ? m->nrank : CM_MIN_SLOTS;
+            int n = m->nrank ? m->nrank : CM_MIN_RANKS;
             while (n <= p->req_rank)
                 n *= 2;
             int *owner = realloc(m->rank_owner, (size_t)n * sizeof *owner);
@@ -154,21 +119,27 @@ static int s_same(const struct peer *p, const char *host, uint32_t pid, const ch
     return p->pid == pid && strcmp(p->host, host) == 0 && strcmp(p->addr, addr) == 0;
 }
 
+struct s_ident {
+    const coord_server_t *cs;
+    const char *host, *addr;
+    uint32_t pid;
+    int except;
+};
+
+static int s_id_match(void *arg, int peer, uint32_t hash)
+{
+    const struct s_ident *id = arg;
+    return peer != id->except && s_is_member(id->cs, peer) && s_same(&id->cs->peers[peer], id->host, id->pid, id->addr);
+}
+
 int coord_members_find(const coord_server_t *cs, const char *host, uint32_t pid, const char *addr, int except)
 {
-    const struct coord_members *m = &cs->members;
-    if (m->id_broken || !m->idcap) {
-        for (int i = 0; i < cs->npeers && m->id_broken; i++)
-            if (i != except && s_is_member(cs, i) && s_same(&cs->peers[i], host, pid, addr))
-                return i;
-        return -1;
-    }
-    unsigned mask = m->idcap - 1;
-    for (unsigned h = s_hash(host, pid) & mask; m->ids[h]; h = (h + 1) & mask) {
-        int q = m->ids[h] - 1;
-        if (q != except && s_is_member(cs, q) && s_same(&cs->peers[q], host, pid, addr))
-            return q;
-    }
+    struct s_ident id = { cs, host, addr, pid, except };
+    if (!cs->members.id_broken)
+        return hindex_find(&cs->members.ids, s_hash(host, pid), s_id_match, &id);
+    for (int i = 0; i < cs->npeers; i++)
+        if (s_id_match(&id, i, 0))
+            return i;
     return -1;
 }
 
@@ -187,7 +158,7 @@ int coord_members_rank_owner(const coord_server_t *cs, int rank, int except)
 
 void coord_members_free(coord_server_t *cs)
 {
-    free(cs->members.ids);
+    hindex_free(&cs->members.ids);
     free(cs->members.rank_owner);
     memset(&cs->members, 0, sizeof cs->members);
 }

@@ -12,6 +12,7 @@
 #define PLAUNCH_COORD_PRIV_H
 
 #include "conn_guard.h"
+#include "hindex.h"
 #include "mon_diag.h"
 #include "coord.h"
 #include "coord_server.h"
@@ -67,8 +68,7 @@ struct coord_members {
     int live;                       /* peers in PS_MEMBER */
     struct cm_joined joined[CM_GENS]; /* members by the generation they joined for */
     int overflow;                   /* more generations than slots: counts are taken by a scan */
-    int *ids;                       /* open addressing by (host, pid): peer + 1, 0 empty; stale entries skipped */
-    unsigned idcap, idused;
+    hindex_t ids;                   /* members by (host, pid) */
     int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
     int nrank;
     int id_broken;                  /* out of memory once: lookups scan */
@@ -119,6 +119,8 @@ struct coord_server {
     int mail_timer;
     int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
     struct coord_members members;
+    hindex_t rids;              /* sessions by routing id (coord_peers.c) */
+    int rid_broken;             /* out of memory once: lookups scan */
     struct admit *admit_head, *admit_tail; /* coord_admit.c */
     int nadmit;
     int free_hint;              /* no free peer slot below this index */

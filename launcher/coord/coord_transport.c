@@ -454,6 +454,7 @@ void coord_transport_destroy(coord_server_t **pcs)
         zmq_close(cs->router);
     coord_destroy(&cs->coord);
     coord_members_free(cs);
+    hindex_free(&cs->rids);
     free(cs->peers);
     free(cs->frame);
     free(cs->health);
