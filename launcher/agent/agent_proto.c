@@ -375,7 +375,10 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             agent_proto_finish(ac, 125);
             return 0;
         }
-        if (ac->heard && link_is_open(ac->link) && now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
+        /* heartbeats once there is a generation to watch: before its first ASSIGN nobody checks them, and 16,384
+         * nodes in a rendezvous sent the coordinator 32,768 a second for nothing */
+        if (ac->heard && ac->assigned && link_is_open(ac->link) &&
+            now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
             ac->hb_sent_ns = now;
             Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
             wire_msg_t m;

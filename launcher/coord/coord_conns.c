@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zmq.h>
 
 #include "log.h"
@@ -139,9 +140,41 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
     return 0;
 }
 
+/* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as
+ * far as the hard one allows (further with CAP_SYS_RESOURCE); when that is not enough, the log says so once. */
+static void s_raise_fds(coord_server_t *cs)
+{
+    struct rlimit rl;
+    int nnodes = cs->job->opt.nnodes;
+    rlim_t need = (rlim_t)nnodes + 2 * CONN_MAX_UNAUTH + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    rlim_t was = rl.rlim_cur, hard = rl.rlim_max;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+    if (rl.rlim_cur < need) {
+        struct rlimit more = { need, need };
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+            log_info("coordinator: descriptor limit raised from %lu to %lu for %d nodes", (unsigned long)was,
+                     (unsigned long)need, nnodes);
+            return;
+        }
+    }
+    if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        rl.rlim_cur = was;
+    if (rl.rlim_cur < need)
+        log_warn("coordinator: %d nodes need about %lu descriptors, but the limit is %lu (hard limit %lu, which "
+                 "this process may not raise): nodes past about %lu will be refused; raise it with ulimit -n, "
+                 "LimitNOFILE= or limits.conf", nnodes, (unsigned long)need, (unsigned long)rl.rlim_cur,
+                 (unsigned long)hard, rl.rlim_cur > 512 + CONN_MAX_UNAUTH ? (unsigned long)(rl.rlim_cur - 512) : 0);
+    else
+        log_info("coordinator: descriptor limit raised from %lu to %lu for %d nodes", (unsigned long)was,
+                 (unsigned long)rl.rlim_cur, nnodes);
+}
+
 int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
 {
     struct conn_limits lim;
+    s_raise_fds(cs);
     conn_guard_limits(&lim, cs->job->opt.nnodes);
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
      * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */

@@ -287,6 +287,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     coord_server_t *cs = arg;
     const struct opts *o = &cs->job->opt;
     uint64_t now = loop_now_ns(), limit = (uint64_t)(o->heartbeat_timeout * 1e9);
+    uint64_t unassigned = (uint64_t)((o->rdzv_timeout + o->heartbeat_timeout) * 1e9);
     int send = now - cs->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10;
     unsigned char hbuf[128];
     ssize_t hlen = -1;
@@ -305,8 +306,10 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         if (!p->used || p->st == PS_HANDSHAKE)
             continue;
         /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
-         * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. */
-        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > limit) {
+         * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
+         * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
+        uint64_t mine = p->node_rank >= 0 ? limit : unassigned;
+        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > mine) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);

@@ -81,6 +81,7 @@ struct sim_agent {
     unsigned char step[SIM_MAX_NPROC]; /* worker l waits for key step[l]'s id; at nkeys for the barrier; then done */
     int have_ids, passed;         /* every worker holds every id / passed the barrier */
     uint64_t join_ns, assign_ns, ids_ns, barrier_ns, stop_ns, last_heard_ns, hb_sent_ns, hb_seq;
+    uint64_t next_tick_ns;        /* its own tick, as a real agent's timer: a random phase, every tick_ms */
     int stop_reason;
     int errors;                   /* anything a real agent would have refused or failed on */
 };

@@ -285,6 +285,16 @@ void sim_agent_tick(struct sim_agent *a, uint64_t now)
 {
     struct sim_run *run = a->th->run;
     const struct sim_opts *o = run->o;
+    /* the real agent's tick: min(--heartbeat, --heartbeat-timeout / 10), each agent at its own phase */
+    double tick_s = o->heartbeat < o->hb_timeout / 10 ? o->heartbeat : o->hb_timeout / 10;
+    uint64_t tick = (uint64_t)(tick_s * 1e9);
+    if (!a->next_tick_ns)
+        a->next_tick_ns = now + (uint64_t)rand() % (tick ? tick : 1);
+    if (now < a->next_tick_ns)
+        return;
+    a->next_tick_ns += tick;
+    if (a->next_tick_ns < now)
+        a->next_tick_ns = now + tick;
     int phase = atomic_load(&run->phase);
     int silent = a->idx >= o->agents - o->silent && phase >= SIM_STEADY;
     if (!a->open || silent || a->st == SA_DONE || a->st == SA_FAILED)
@@ -296,7 +306,7 @@ void sim_agent_tick(struct sim_agent *a, uint64_t now)
         s_fail(a);
         return;
     }
-    if (now - a->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
+    if (a->assigned && now - a->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) { /* as the real agent */
         Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
         wire_msg_t m;
         a->hb_sent_ns = now;
