@@ -24,6 +24,9 @@ endif
 
 CC       ?= cc
 PKGS     := libzmq inih openssl jansson libprotobuf-c
+# Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
+# host without elfutils are not affected.
+HDR_PKGS := libdw
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))
@@ -31,12 +34,12 @@ SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))
 # Goals that must work before the packages exist (they install them, or touch nothing that needs them).
 NOPKG_GOALS := deps run test clean uninstall
 ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NOPKG_GOALS),$(MAKECMDGOALS)),all),)
-PKG_MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+PKG_MISSING := $(strip $(foreach p,$(PKGS) $(HDR_PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
 ifneq ($(PKG_MISSING),)
 $(error pkg-config finds no $(PKG_MISSING): run 'make deps' (as root) to install the Debian packages, or set PKG_CONFIG_PATH)
 endif
 endif
-PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
@@ -190,6 +193,9 @@ $(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 $(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(COMMON_A) $(PL_LDLIBS) -lpthread
+
+# The stuck worker of stacks.t is unwound from outside: debug information and frame pointers, whatever CFLAGS says.
+$(B)/tests/tools/pl_stuck: PL_CFLAGS += -g -fno-omit-frame-pointer
 
 test: deps
 	@$(MAKE) --no-print-directory all unit

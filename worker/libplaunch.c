@@ -4,12 +4,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "wire.h"
@@ -272,5 +274,30 @@ int plaunch_barrier(plaunch_t *p, const char *key, int timeout_ms)
                           ? "timed out: not every rank arrived within the timeout of a rank that did (the "
                             "first one's, unless a later rank gave a shorter one)"
                           : "aborted: the generation ended");
+    return 0;
+}
+
+int plaunch_progress(plaunch_t *p, unsigned long long step)
+{
+    /* the file is opened once per process; a fork's child shares the descriptor, which writes the same file */
+    static int fd = -1;
+    const char *path = getenv("PLAUNCH_PROGRESS_FILE");
+    char line[32];
+    if (!path || !path[0]) {
+        errno = ENOENT;
+        return p ? s_fail(p, ENOENT, "PLAUNCH_PROGRESS_FILE is not set: this program does not run under plaunch") : -1;
+    }
+    if (fd < 0) {
+        int f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (f < 0)
+            return p ? s_fail(p, errno, "cannot open PLAUNCH_PROGRESS_FILE %s: %s", path, strerror(errno)) : -1;
+        if (!__sync_bool_compare_and_swap(&fd, -1, f))
+            close(f);
+    }
+    /* fixed width: each write replaces the whole number at offset 0 in one call, never a shorter tail */
+    int len = snprintf(line, sizeof line, "%20llu\n", step);
+    if (pwrite(fd, line, (size_t)len, 0) != len)
+        return p ? s_fail(p, errno ? errno : EIO, "cannot write PLAUNCH_PROGRESS_FILE %s: %s", path, strerror(errno))
+                 : -1;
     return 0;
 }

@@ -41,6 +41,11 @@ int plaunch_nccl_id(plaunch_t *p, const char *key, unsigned char id[PLAUNCH_NCCL
  * 0 when every rank arrived; -1 with errno ETIMEDOUT (timed out), ECANCELED (the generation ended), or another
  * error, plaunch_error() says which. The same key may be used again after the barrier is over. */
 int plaunch_barrier(plaunch_t *p, const char *key, int timeout_ms);
+/* Reports that this rank reached step (any number that grows: an iteration, a batch, a sample count), for the
+ * hang watch (--hang-timeout) and the step-rate straggler check. Writes the number into PLAUNCH_PROGRESS_FILE, one
+ * pwrite(2), no message, no wait: cheap enough for every step. Works without plaunch_open (p may be NULL) and from
+ * any thread. 0, or -1 with errno (ENOENT when PLAUNCH_PROGRESS_FILE is not set: not under plaunch). */
+int plaunch_progress(plaunch_t *p, unsigned long long step);
 /* The last error of p, one human-readable sentence ("no error" when none, also for p NULL); never NULL. Valid until
  * the next call on p. */
 const char *plaunch_error(const plaunch_t *p);

@@ -236,6 +236,19 @@ static void s_preflight_done(void *arg, int code)
 
 /* ---- supervisor hooks ----------------------------------------------------------------------------- */
 
+/* The hang watch's reports (progress, stacks) on their way to the coordinator. */
+static void s_hang_send(void *arg, const char *kind, const char *json, size_t len)
+{
+    agent_t *ac = arg;
+    wire_msg_t m;
+    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    r.kind = (char *)kind;
+    r.json.data = (uint8_t *)json;
+    r.json.len = len;
+    wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_REPORT, &r);
+    agent_proto_up(ac, &m);
+}
+
 static int s_setup(void *arg, sup_t *s, loop_t *loop)
 {
     agent_t *ac = arg;
@@ -262,6 +275,13 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
+    if (ac->hang)
+        ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
+    if ((!ac->hang || !ac->stacks) && ac->job->opt.hang_timeout > 0) {
+        log_error("%s", err);
+        return -1;
+    }
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
     if (ac->job->multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
@@ -273,6 +293,7 @@ static void s_gen_start(void *arg, const struct job *job)
 {
     agent_t *ac = arg;
     errfile_clear(job);
+    agent_hang_generation(ac->hang);
     agent_ipc_set_generation(ac->ipc, (uint32_t)job->generation);
 }
 
@@ -372,6 +393,8 @@ static void s_teardown(void *arg)
     resolve_destroy(&ac->resolve);
     console_detach();
     agent_mon_destroy(&ac->mon);
+    agent_hang_destroy(&ac->hang);
+    agent_stacks_destroy(&ac->stacks);
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     agent_ipc_destroy(&ac->ipc);

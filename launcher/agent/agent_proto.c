@@ -273,7 +273,9 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
         agent_ipc_deliver(ac->ipc, m);
         break;
     case WIRE_REPORT:
-        if (strcmp(m->report->kind, "health-block") == 0) { /* the job's Health block: this node's log keeps it */
+        if (strcmp(m->report->kind, "stacks-request") == 0) { /* the job is hung: where is each of our ranks? */
+            agent_stacks_request(ac->stacks, (const char *)m->report->json.data, m->report->json.len);
+        } else if (strcmp(m->report->kind, "health-block") == 0) { /* the job's Health block: this node's log keeps it */
             char *text = strndup((const char *)m->report->json.data, m->report->json.len);
             if (text)
                 log_block(text, 0);

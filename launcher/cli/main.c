@@ -15,6 +15,7 @@
 #include "cmd_report.h"
 #include "cmd_token.h"
 #include "creds.h"
+#include "hang_stacks.h"
 #include "sched_srun.h"
 #include "tls_chan.h"
 #include "util.h"
@@ -162,6 +163,9 @@ int main(int argc, char **argv)
     /* The monitor's sampler, exec'ed by the agent (launcher/monitor/mon_sampler.c); not for users. */
     if (argc > 1 && strcmp(argv[1], "__monitor") == 0)
         return mon_sampler_main(argc - 1, argv + 1);
+    /* Stacks of hung workers, exec'ed by the agent (launcher/hang/hang_stacks.c); not for users. */
+    if (argc > 1 && strcmp(argv[1], "__stacks") == 0)
+        return hang_stacks_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "certs") == 0)
         return cmd_certs(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "token") == 0)

@@ -173,6 +173,11 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     struct peer *p = &cs->peers[peer];
     if (x->exit_code == 0 && x->signal == 0)
         return;
+    if (cs->hang_busy) {
+        log_info("rank %u on node %d (%s) ended while the hung job's stacks are taken: %s %u", x->global_rank,
+                 p->node_rank, p->host, x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
+        return; /* ended for its traceback (SIGABRT), or by the hang itself: the verdict is the hang's */
+    }
     if (cs->state != CS_RUNNING || m->generation != cs->generation) {
         log_info("rank %u on node %d (%s) ended by the stop: %s %u", x->global_rank, p->node_rank, p->host,
                  x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);

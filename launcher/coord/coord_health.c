@@ -56,16 +56,22 @@ int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
 {
     const struct mon_thresh *th = &cs->job->mon_thresh;
     buf[0] = '\0';
-    if (cs->nhealth == 0)
-        return 0;
+    if (cs->nhealth == 0) {
+        if (cs->steplag[0])
+            snprintf(buf, cap, "plaunch: ===== health: step rates =====\n%s", cs->steplag);
+        return cs->steplag[0] != '\0';
+    }
     qsort(cs->health, (size_t)cs->nhealth, sizeof *cs->health, s_by_rank);
     int max = 4 * cs->nhealth + 16;
     struct mon_finding *f = calloc((size_t)max, sizeof *f);
     int nf = f ? mon_diag_job(cs->health, cs->nhealth, th, f, max) : 0;
     mon_diag_block(cs->health, cs->nhealth, th, f, nf, buf, cap);
     free(f);
+    size_t len = strlen(buf);
+    if (cs->steplag[0] && len + strlen(cs->steplag) < cap) /* the step-rate stragglers (coord_hang.c) */
+        memcpy(buf + len, cs->steplag, strlen(cs->steplag) + 1);
     int judged = 0;
     for (int i = 0; i < cs->nhealth && !judged; i++)
         judged = cs->health[i].steady_s >= th->min_steady_s;
-    return nf > 0 || judged;
+    return nf > 0 || judged || cs->steplag[0];
 }

@@ -1,6 +1,7 @@
 /* coord_priv: the coordinator's state, shared by its floors. Not for other modules. Calls go down only, floor by floor:
  *   coord_server.c   the public face (coord_server.h); builds the transport with the handlers below
  *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (coord.c)
+ *   coord_hang.c     the hang watch: progress reports, the verdict, stacks, --on-hang (calls coord_end.c)
  *   coord_end.c      the end of generations and of the job: restarts, losses, verdicts, the summary
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
@@ -129,6 +130,11 @@ struct coord_server {
     /* coord_health.c: every rank's health summary as its node last sent it (REPORT "health"), by global rank */
     struct mon_rank_summary *health;
     int nhealth, health_cap;
+    /* coord_hang.c: the hang watch; hang_busy while the stacks of a hung job are taken (the ranks ended for their
+     * tracebacks are no failure: coord_end.c reads it); steplag: the step-rate stragglers for the Health block */
+    struct coord_hang *hang;
+    int hang_busy;
+    char steplag[2048];
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
@@ -159,6 +165,14 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r);
  * finding, or enough steady state to call the job healthy), 0 when plaunch.log is enough. */
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap);
 
+/* coord_hang.c: the hang watch (below coord_world.c; calls coord_end.c, coord_transport.c and coord_hang_text.c) */
+/* Starts the watch (nothing with --hang-timeout 0). 0, or -1 (out of memory). */
+int coord_hang_start(coord_server_t *cs);
+void coord_hang_destroy(coord_server_t *cs);
+/* A node's REPORT "progress": [rank, step, output age ms, step age ms] per rank, every bound checked. */
+int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *r);
+/* A node's REPORT "stacks" (one rank) or "stacks-done" (all of that node's ranks sent), while stacks are taken. */
+int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *r);
 /* coord_peers.c: the table of sessions, one per routing id (below coord_transport.c; calls nothing above it) */
 /* The session of routing id rid (which came on fd), or -1. */
 int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);

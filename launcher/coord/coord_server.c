@@ -22,11 +22,19 @@ static const struct coord_events s_events = {
 coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
                                  tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen)
 {
-    return coord_transport_new(job, loop, zctx, endpoint, tls, local, local_arg, &s_events, err, errlen);
+    coord_server_t *cs = coord_transport_new(job, loop, zctx, endpoint, tls, local, local_arg, &s_events, err,
+                                             errlen);
+    if (cs && coord_hang_start(cs) < 0) {
+        snprintf(err, errlen, "out of memory");
+        coord_transport_destroy(&cs);
+    }
+    return cs;
 }
 
 void coord_server_destroy(coord_server_t **cs)
 {
+    if (cs && *cs)
+        coord_hang_destroy(*cs);
     coord_transport_destroy(cs);
 }
 

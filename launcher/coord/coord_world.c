@@ -137,6 +137,10 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
     case WIRE_REPORT:
         if (strcmp(m->report->kind, "health") == 0)
             coord_health_add(cs, peer, m->report);
+        else if (strcmp(m->report->kind, "progress") == 0)
+            coord_hang_progress(cs, peer, m->report);
+        else if (strcmp(m->report->kind, "stacks") == 0 || strcmp(m->report->kind, "stacks-done") == 0)
+            coord_hang_stacks(cs, peer, m->report);
         else
             log_warn("node %s sent a report of kind '%s', which a coordinator does not take", p->host,
                      m->report->kind);

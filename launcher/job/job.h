@@ -30,6 +30,7 @@ struct worker {
     int tee;                   /* echo lines to the console */
     struct linebuf line;
     uint64_t start_ns, exit_ns;
+    uint64_t out_ns;           /* when it last wrote output (the output pump woke for it); start_ns before */
     int status;                /* wait status */
     int exec_errno;            /* non-zero when exec failed */
     off_t gen_log_start;       /* offset of this generation's marker in log_fd */

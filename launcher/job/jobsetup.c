@@ -327,6 +327,10 @@ void jobsetup_fini(struct job *job)
         char path[PATH_MAX + 16];
         snprintf(path, sizeof path, "%s/agent", job->run_dir);
         unlink(path);
+        for (int i = 0; i < job->nworkers; i++) { /* the workers' PLAUNCH_PROGRESS_FILE */
+            snprintf(path, sizeof path, "%s/progress.%d", job->run_dir, i);
+            unlink(path);
+        }
         rmdir(job->run_dir);
         job->run_dir[0] = '\0';
     }

@@ -64,7 +64,7 @@ static double s_py(const struct s_frame *f, double y)
 }
 
 /* The smallest of 1, 2, 2.5, 5 times a power of ten that is >= v. */
-static double s_nice(double v)
+double mon_chart_nice(double v)
 {
     static const double steps[] = { 1, 2, 2.5, 5, 10 };
     if (!(v > 0))
@@ -195,7 +195,7 @@ static void s_axes(FILE *out, const struct s_frame *f, enum mon_chart_metric m, 
     fprintf(out, "<text x=\"%d\" y=\"22\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", f->ml, S_M[m].title);
     fprintf(out, "<text transform=\"translate(16 %.1f) rotate(-90)\" font-size=\"11\" text-anchor=\"middle\">%s"
                  "</text>\n", (f->mt + f->h - f->mb) / 2.0, S_M[m].unit);
-    double step = s_nice((f->y1 - f->y0) / 5);
+    double step = mon_chart_nice((f->y1 - f->y0) / 5);
     for (double y = ceil(f->y0 / step - 1e-9) * step; y <= f->y1 + step * 1e-9; y += step)
         fprintf(out, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#dde\"/><text x=\"%d\" y=\"%.1f\" "
                      "font-size=\"11\" text-anchor=\"end\">%.*f</text>\n", f->ml, f->w - f->mr, s_py(f, y),
@@ -203,7 +203,7 @@ static void s_axes(FILE *out, const struct s_frame *f, enum mon_chart_metric m, 
     /* time since the first sample, in the unit that suits the span */
     double unit = f->span_s < 180 ? 1 : f->span_s < 3 * 3600 ? 60 : 3600;
     const char *uname = unit == 1 ? "s" : unit == 60 ? "min" : "h";
-    double len = f->span_s / unit, xs = s_nice(len / 6);
+    double len = f->span_s / unit, xs = mon_chart_nice(len / 6);
     for (double t = 0; len > 0 && t <= len * (1 + 1e-9); t += xs) {
         double x = f->ml + t / len * (f->w - f->ml - f->mr);
         fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#dde\"/><text x=\"%.1f\" y=\"%d\" "
@@ -324,13 +324,13 @@ static void s_range(struct s_frame *f, enum mon_chart_metric m, double lo, doubl
         lo -= pad, hi += pad;
         if (m == MON_CHART_RSS && lo < 0)
             hi -= lo, lo = 0;
-        double step = s_nice((hi - lo) * 1.08 / 5);
+        double step = mon_chart_nice((hi - lo) * 1.08 / 5);
         f->y0 = floor(lo / step) * step;
         f->y1 = f->y0 + step * ceil((hi - f->y0) / step + 1e-9);
         return;
     }
     f->y0 = 0;
-    f->y1 = s_nice(fmax(hi, 1e-9) * 1.08 / 5) * 5;
+    f->y1 = mon_chart_nice(fmax(hi, 1e-9) * 1.08 / 5) * 5;
 }
 
 int mon_chart_draw(FILE *out, const struct mon_report *r, enum mon_chart_metric m, const int *named, int nnamed)

@@ -30,5 +30,8 @@ const char *mon_chart_title(enum mon_chart_metric m);
 int mon_chart_draw(FILE *out, const struct mon_report *r, enum mon_chart_metric m, const int *named, int nnamed);
 /* Writes s with &, <, >, " and ' escaped for HTML text and attribute values. */
 void mon_chart_esc(FILE *out, const char *s);
+/* An axis step: the smallest of 1, 2, 2.5, 5 times a power of ten that is >= v (1 when v is not positive); the
+ * probe's charts use it too. */
+double mon_chart_nice(double v);
 
 #endif

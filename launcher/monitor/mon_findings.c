@@ -166,6 +166,9 @@ static void s_throttle(struct s_out *o, const struct mon_thresh *th)
     }
     if (!nover)
         return;
+    if (isfinite(r->sm_clock_mean_mhz) && r->sm_clock_max_mhz > 0 &&
+        !(r->sm_clock_mean_mhz < th->throttle_clock_frac * r->sm_clock_max_mhz))
+        return;
     if (isfinite(r->sm_clock_mean_mhz) && r->sm_clock_max_mhz > 0)
         elen += (size_t)snprintf(ev + elen, sizeof ev - elen, "SM clock %.0f of %.0f MHz on average",
                                  r->sm_clock_mean_mhz, r->sm_clock_max_mhz);

@@ -28,9 +28,12 @@ void mon_thresh_default(struct mon_thresh *t)
     t->growth_min_mib = 256;
     t->growth_r2 = 0.8;
     t->throttle_frac = 0.1;
+    t->throttle_clock_frac = 0.95;
     t->near_full_frac = 0.95;
     t->host_near_full_frac = 0.95;
     t->ecc_corrected_max = 1000;
+    t->step_rate_frac = 0.8;
+    t->step_window_s = 60;
 }
 
 /* One key: its field, its range ([lo, hi], lo excluded when lo_open) and what it means, for the messages. */
@@ -59,9 +62,12 @@ static const struct s_key s_keys[] = {
     { S_D(growth_min_mib), 0, 0, 1e12, "MiB" },
     { S_D(growth_r2), 0, 0, 1, "a share of the variance" },
     { S_D(throttle_frac), 1, 0, 1, "a share of the time" },
+    { S_D(throttle_clock_frac), 1, 0, 1, "a share of the maximum SM clock" },
     { S_D(near_full_frac), 1, 0, 1, "a share of the device's memory" },
     { S_D(host_near_full_frac), 1, 0, 1, "a share of the node's RAM" },
     { S_D(ecc_corrected_max), 0, 0, 1e15, "corrected errors" },
+    { S_D(step_rate_frac), 1, 0, 1, "a share of the median step rate" },
+    { S_D(step_window_s), 0, 1, 86400, "seconds" },
 };
 
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])

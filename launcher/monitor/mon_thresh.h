@@ -23,11 +23,17 @@ struct mon_thresh {
     double growth_min_s;        /* default 120 */
     double growth_min_mib;      /* default 256 */
     double growth_r2;           /* the fit explains at least this share of the variance (default 0.8): steady, not noise */
-    /* throttling: a reason active in at least throttle_frac of the steady samples */
+    /* throttling: a reason active in at least throttle_frac of the steady samples, with the mean SM clock below
+     * throttle_clock_frac of its maximum (a power cap that costs 0.5 % of the clock is a GPU at work, not a fault) */
     double throttle_frac;       /* default 0.1 */
+    double throttle_clock_frac; /* default 0.95 */
     /* memory near full: device memory at or above near_full_frac of its total in any steady sample */
     double near_full_frac;      /* default 0.95 */
     double host_near_full_frac; /* host RAM: the node's MemAvailable below 1 - this of MemTotal (default 0.95) */
+    /* step rates (reported by the ranks: plaunch_progress, PLAUNCH_PROGRESS_FILE): a rank whose steps per second over
+     * the last step_window_s stay below step_rate_frac of the median of at least 3 ranks is a straggler */
+    double step_rate_frac;      /* default 0.8 */
+    double step_window_s;       /* default 60 */
     /* ECC: any uncorrectable error is a finding; corrected ones when more than this many came during the job */
     double ecc_corrected_max;   /* default 1000 */
 };

@@ -74,10 +74,16 @@ long opts_heartbeat_tick_ms(const struct opts *o)
     return t * 1000 < 1 ? 1 : (long)(t * 1000);
 }
 
+long opts_hang_tick_ms(const struct opts *o)
+{
+    long ms = (long)(o->hang_timeout * 1000 / 4);
+    return ms < 250 ? 250 : ms > 10000 ? 10000 : ms;
+}
+
 void opts_usage(const char *prog)
 {
     printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"
-           "       %s probe [OPTIONS]        AllReduce bandwidth and scaling report (plaunch probe --help)\n"
+           "       %s probe [OPTIONS]        collective bandwidth (nccl-tests' method) and scaling report\n"
            "       %s report LOGDIR          a job's health from its monitor files (plaunch report --help)\n"
            "       %s certs init|issue ...   private job CA and node certificates (plaunch certs --help)\n"
            "       %s token [FILE]           a fresh token for the other nodes (export PLAUNCH_TOKEN=...)\n\n"

@@ -45,6 +45,8 @@ struct opts {
     double monitor;            /* --monitor: sampling interval in seconds, 0 = off */
     char monitor_config[PATH_MAX]; /* --monitor-config: the diagnosis thresholds; "" = the defaults */
     char preflight[8];         /* on, strict, off */
+    double hang_timeout;       /* --hang-timeout: seconds without progress before the job is hung; 0 = off */
+    char on_hang[8];           /* --on-hang: restart (while the budget lasts), stop */
     int print_config;          /* --print-config: show the values and their sources, run nothing */
     /* What a scheduler said (launcher/sched/), filled by opts_load */
     int sched_kind;            /* enum sched_kind */
@@ -73,6 +75,9 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
 /* How often both sides look at heartbeats: every --heartbeat, or a tenth of --heartbeat-timeout if that is
  * shorter, so a loss is seen within 110 % of the timeout. In milliseconds, at least 1. */
 long opts_heartbeat_tick_ms(const struct opts *o);
+/* How often agents report their ranks' progress and the coordinator judges it: a quarter of --hang-timeout,
+ * within 0.25..10 s. */
+long opts_hang_tick_ms(const struct opts *o);
 
 /* Seconds as the control plane carries them: whole milliseconds, rounded, at least 1 (opts_check.c). */
 uint32_t opts_ms(double seconds);

@@ -251,6 +251,26 @@ static int s_set_preflight(struct opts *o, const char *val, const char *origin, 
     return s_copy(o->preflight, sizeof o->preflight, val, origin, err, errlen);
 }
 
+static int s_set_hang_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strcmp(val, "0") == 0) {
+        o->hang_timeout = 0;
+        return 0;
+    }
+    /* at least 1 s: progress reports travel every quarter of it, at least every 0.25 s */
+    return opts_parse_seconds(val, 1, 1, 7 * 86400, &o->hang_timeout, origin, err, errlen);
+}
+
+static int s_set_on_hang(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strcmp(val, "restart") && strcmp(val, "stop")) {
+        snprintf(err, errlen, "%s '%s': expected restart (a job-wide restart while --max-restarts lasts) or stop",
+                 origin, val);
+        return -1;
+    }
+    return s_copy(o->on_hang, sizeof o->on_hang, val, origin, err, errlen);
+}
+
 static int s_set_print_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return opts_parse_bool(val, &o->print_config, origin, err, errlen);
@@ -318,6 +338,13 @@ const struct optdef opts_defs[] = {
       "GPU checks before any worker starts (the GPUs exist and answer; retired pages, row remaps, ECC errors, other "
       "processes on them; the driver's CUDA version): one line per finding; strict refuses to start on any "
       "(default: on).", "on", 0 },
+    { "hang-timeout", NULL, NULL, 1, s_set_hang_timeout, "SECONDS",
+      "The job is hung when no rank progressed (wrote output or reported a step: PLAUNCH_PROGRESS_FILE, "
+      "plaunch_progress) for this long, or one rank's step stood still this long while others went on; then every "
+      "rank's stacks go to LOG_DIR/hang.GENERATION.txt; 0 turns it off (default: 900).", "900", 0 },
+    { "on-hang", NULL, NULL, 1, s_set_on_hang, "restart|stop",
+      "What a hung job does once its stacks are taken: restart (like a failure of the odd rank, while "
+      "--max-restarts lasts) or stop (exit status 124) (default: restart).", "restart", 0 },
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },

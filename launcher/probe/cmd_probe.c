@@ -1,4 +1,4 @@
-/* cmd_probe: `plaunch probe`, the AllReduce bandwidth sweep and scaling-efficiency report (docs/probe.md). */
+/* cmd_probe: `plaunch probe`, the collectives' bandwidth sweeps and scaling-efficiency report (docs/probe.md). */
 #include "cmd_probe.h"
 
 #include "util.h"
@@ -6,6 +6,7 @@
 #include "probe_html.h"
 #include "probe_report.h"
 #include "probe_run.h"
+#include "probe/probe_op.h"
 #include "probe/probe_size.h"
 
 #include <errno.h>
@@ -23,19 +24,26 @@
 extern char **environ;
 
 static const char S_USAGE[] =
-    "usage: plaunch probe [--gpus LIST] [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
-    "                     [--grad-bytes SIZE] [--step-gflop G] [--no-pairwise]\n"
-    "                     [--thresholds FILE] [--json FILE] [--html FILE] [-q]\n"
+    "usage: plaunch probe [--gpus LIST] [--op LIST] [-d TYPE] [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS]\n"
+    "                     [-w WARMUP] [--timing host|events] [--grad-bytes SIZE] [--step-gflop G]\n"
+    "                     [--no-pairwise] [--thresholds FILE] [--json FILE] [--html FILE] [-q]\n"
     "       plaunch probe --report IN.json [--thresholds FILE] [--json FILE] [--html FILE] [-q]\n"
     "\n"
-    "Measures AllReduce bandwidth (algbw, busbw as nccl-tests defines them) for N = 1, 2, 4, ... GPUs and a\n"
-    "synthetic data-parallel step, then flags sublinear scaling against the thresholds.\n"
+    "Measures collective bandwidth for N = 1, 2, 4, ... GPUs the way nccl-tests does (same timing, same\n"
+    "out-of-place and in-place columns, same algbw and busbw) and a synthetic training step, then flags\n"
+    "sublinear scaling against the thresholds.\n"
     "  --report IN.json    re-analyse saved measurements; needs no GPU\n"
     "  --gpus LIST         GPUs to probe: all (default) or indices like 0,1\n"
+    "  --op LIST           collectives, comma-separated: allreduce (default), allgather, reducescatter,\n"
+    "                      broadcast, alltoall, or all; the synthetic step runs each one named\n"
+    "                      (FSDP/ZeRO: reducescatter,allgather; MoE: alltoall)\n"
+    "  -d TYPE             data type: float (default), half, bfloat16\n"
     "  -b, -e SIZE         smallest / largest message (default 1M / 1G; suffixes K M G)\n"
     "  -f FACTOR           size multiplier between steps (default 2)\n"
     "  -n ITERS, -w N      timed and warm-up iterations per size (default 20 / 5)\n"
-    "  --grad-bytes SIZE   gradient bytes all-reduced per synthetic step (default 87000000)\n"
+    "  --timing METHOD     host: wall clock around the timed loop, nccl-tests' method (default);\n"
+    "                      events: CUDA events around it (labelled so in every output)\n"
+    "  --grad-bytes SIZE   gradient bytes each collective of the synthetic step moves (default 87000000)\n"
     "  --step-gflop G      compute per synthetic step and GPU, GFLOP (default 350)\n"
     "  --no-pairwise       skip the pairwise bandwidth matrix\n"
     "  --thresholds FILE   efficiency and bandwidth limits (format: conf/probe.ini; default: built in)\n"
@@ -95,6 +103,26 @@ static int s_check_value(int c, const char *v)
             return s_usage_error("'%s' for --step-gflop: give a positive number of GFLOP, e.g. 350", v);
         return 0;
     }
+    case 'O': {
+        enum probe_op ops[PROBE_NOPS];
+        char bad[64];
+        if (probe_ops_parse_list(v, ops, bad, sizeof bad) < 0)
+            return s_usage_error("--op '%s': '%s' is not a collective; valid: %s, comma-separated", v, bad,
+                                 PROBE_OPS_VALID);
+        return 0;
+    }
+    case 'd': {
+        enum probe_dtype t;
+        if (probe_dtype_parse(v, &t) < 0 || strcmp(v, "float32") == 0)
+            return s_usage_error("-d '%s' is not a data type the probe measures; valid: %s", v, PROBE_DTYPES_VALID);
+        return 0;
+    }
+    case 't': {
+        enum probe_timing t;
+        if (probe_timing_parse(v, &t) < 0)
+            return s_usage_error("--timing '%s': valid: %s", v, PROBE_TIMINGS_VALID);
+        return 0;
+    }
     }
     return 0;
 }
@@ -118,14 +146,16 @@ static int s_parse(int argc, char **argv, struct s_opts *o)
         { "tls-dir", required_argument, NULL, 1 },      { "job-id", required_argument, NULL, 1 },
         { "log-dir", required_argument, NULL, 1 },      { "rdzv-timeout", required_argument, NULL, 1 },
         { "heartbeat", required_argument, NULL, 1 },    { "heartbeat-timeout", required_argument, NULL, 1 },
-        { "insecure", no_argument, NULL, 2 },           { NULL, 0, NULL, 0 },
+        { "insecure", no_argument, NULL, 2 },           { "op", required_argument, NULL, 'O' },
+        { "datatype", required_argument, NULL, 'd' },   { "timing", required_argument, NULL, 't' },
+        { NULL, 0, NULL, 0 },
     };
     int idx = 0;
     int c;
     memset(o, 0, sizeof *o);
     optind = 0; /* glibc: a full re-initialisation, whatever the caller parsed before */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:qh", longopts, &idx)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:d:qh", longopts, &idx)) != -1) {
         if (c == 1 || c == 2) {
             if (o->npassthru + 2 > PROBE_MAX_PASSTHRU)
                 return s_usage_error("too many launcher options");
@@ -158,6 +188,9 @@ static int s_parse(int argc, char **argv, struct s_opts *o)
         case 'G': o->run.grad_bytes = optarg, o->measure_opts++; break;
         case 'S': o->run.step_gflop = optarg, o->measure_opts++; break;
         case 'P': o->run.no_pairwise = 1, o->measure_opts++; break;
+        case 'O': o->run.ops = optarg, o->measure_opts++; break;
+        case 'd': o->run.dtype = optarg, o->measure_opts++; break;
+        case 't': o->run.timing = optarg, o->measure_opts++; break;
         case 'q': o->quiet = 1; break;
         case 'h': fputs(S_USAGE, stdout); return 1;
         }
@@ -165,8 +198,9 @@ static int s_parse(int argc, char **argv, struct s_opts *o)
     if (optind < argc)
         return s_usage_error("unexpected argument '%s'", argv[optind]);
     if (o->report && o->measure_opts)
-        return s_usage_error("--report re-analyses saved measurements; measurement options (--gpus, -b, -e, -f, "
-                             "-n, -w, --grad-bytes, --step-gflop, --no-pairwise) apply only to a live probe");
+        return s_usage_error("--report re-analyses saved measurements; measurement options (--gpus, --op, -d, "
+                             "--timing, -b, -e, -f, -n, -w, --grad-bytes, --step-gflop, --no-pairwise) apply only "
+                             "to a live probe");
     if (o->json && o->html && strcmp(o->json, "-") == 0 && strcmp(o->html, "-") == 0)
         return s_usage_error("--json - and --html - cannot both write to stdout");
     return 0;

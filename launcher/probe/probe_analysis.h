@@ -23,17 +23,18 @@ struct probe_verdict {
 /* Per group size N (union of the first-n sweeps and the synthetic steps). NAN where not measured. */
 struct probe_group_stat {
     int n, nodes;
-    double busbw;     /* GB/s at ref_bytes */
-    double busbw_rel; /* busbw / busbw(base_n) */
-    int busbw_flag;
-    double step_us, allreduce_us, throughput;
+    double busbw[PROBE_NOPS];     /* per collective: GB/s at ref_bytes */
+    double busbw_rel[PROBE_NOPS]; /* busbw / busbw(base_n) of the same collective */
+    int busbw_flag[PROBE_NOPS];
+    int any_busbw_flag;
+    double step_us, comm_us, throughput; /* the step's communication: every collective of config.ops */
     double efficiency; /* throughput(N) / (N * throughput(1)) */
     double threshold;  /* the efficiency floor for N from the thresholds */
     int eff_flag;
 };
 
 struct probe_analysis {
-    uint64_t ref_bytes; /* the largest size every multi-GPU first-n sweep measured; 0 when none */
+    uint64_t ref_bytes; /* the largest nominal size every multi-GPU first-n sweep measured; 0 when none */
     int base_n;         /* the smallest multi-GPU N with a sweep at ref_bytes; 0 when none */
     struct probe_group_stat *groups;
     size_t ngroups;

@@ -1,6 +1,7 @@
 /* probe_chart: the inline SVG charts of the probe's HTML page (busbw vs size per N, efficiency vs N). */
 #include "probe_chart.h"
 
+#include "mon_chart.h"
 #include "probe_fmt.h"
 
 #include <math.h>
@@ -38,19 +39,6 @@ static double s_px(const struct s_frame *f, double x)
 static double s_py(const struct s_frame *f, double y)
 {
     return f->h - f->mb - (y - f->y0) / (f->y1 - f->y0) * (f->h - f->mt - f->mb);
-}
-
-/* The smallest of 1, 2, 2.5, 5 times a power of ten that is >= v. */
-static double s_nice(double v)
-{
-    static const double steps[] = { 1, 2, 2.5, 5, 10 };
-    if (!(v > 0))
-        return 1;
-    double p = pow(10, floor(log10(v)));
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (steps[i] * p >= v * (1 - 1e-12))
-            return steps[i] * p;
-    return 10 * p;
 }
 
 static void s_open(FILE *out, const struct s_frame *f, const char *id, const char *title, const char *xlabel,
@@ -104,17 +92,18 @@ static double s_value(const struct probe_result *r, int single)
     return single ? r->algbw : r->busbw;
 }
 
-void probe_chart_busbw(FILE *out, const struct probe_meas *m)
+void probe_chart_busbw(FILE *out, const struct probe_meas *m, enum probe_op op)
 {
     struct s_frame f = { 0, 1, 0, 1, 860, 420, 70, 190, 36, 50 };
     size_t nsizes = 0;
     uint64_t *sizes = probe_meas_sizes(m, &nsizes);
     int single = 1;
     double ymax = 0;
+    char id[48], title[160];
     for (size_t i = 0; i < m->nsweeps; i++)
-        single &= m->sweeps[i].n < 2;
+        single &= m->sweeps[i].op != op || m->sweeps[i].n < 2;
     for (size_t i = 0; i < m->nsweeps; i++)
-        for (size_t k = 0; s_plotted(&m->sweeps[i], single) && k < m->sweeps[i].nresults; k++)
+        for (size_t k = 0; m->sweeps[i].op == op && s_plotted(&m->sweeps[i], single) && k < m->sweeps[i].nresults; k++)
             ymax = fmax(ymax, s_value(&m->sweeps[i].results[k], single));
     if (nsizes > 0) {
         f.x0 = log2((double)sizes[0]);
@@ -122,11 +111,15 @@ void probe_chart_busbw(FILE *out, const struct probe_meas *m)
     }
     if (f.x1 <= f.x0)
         f.x1 = f.x0 + 1;
-    double step = s_nice(fmax(ymax, 1e-9) * 1.08 / 5);
+    double step = mon_chart_nice(fmax(ymax, 1e-9) * 1.08 / 5);
     f.y1 = step * 5;
-    s_open(out, &f, "chart-busbw", single ? "AllReduce algbw vs message size (one GPU: busbw is 0 at N=1)"
-                                          : "AllReduce busbw vs message size, per group size N",
-           "message size (log2 scale)", single ? "algbw (GB/s)" : "busbw (GB/s)");
+    snprintf(id, sizeof id, "chart-busbw-%s", probe_op_name(op));
+    if (single)
+        snprintf(title, sizeof title, "%s algbw vs message size (one GPU: busbw is algbw times %g at N=1)",
+                 probe_op_title(op), probe_op_bus_factor(op, 1));
+    else
+        snprintf(title, sizeof title, "%s busbw vs message size, per group size N", probe_op_title(op));
+    s_open(out, &f, id, title, "message size (log2 scale)", single ? "algbw (GB/s)" : "busbw (GB/s)");
     s_yticks(out, &f, step, step < 1 ? 2 : step < 10 ? 1 : 0);
     int every = nsizes > 12 ? (int)((nsizes + 11) / 12) : 1;
     for (size_t k = 0; k < nsizes; k += (size_t)every) {
@@ -137,7 +130,7 @@ void probe_chart_busbw(FILE *out, const struct probe_meas *m)
     int row = 0;
     for (size_t i = 0; i < m->nsweeps; i++) {
         const struct probe_sweep *s = &m->sweeps[i];
-        if (!s_plotted(s, single) || s->nresults == 0)
+        if (s->op != op || !s_plotted(s, single) || s->nresults == 0)
             continue;
         const char *color = S_COLORS[row % S_NCOLORS];
         char label[64];
@@ -146,18 +139,18 @@ void probe_chart_busbw(FILE *out, const struct probe_meas *m)
         fprintf(out, "<g class=\"series\" data-n=\"%d\"><polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
                      "points=\"", s->n, color);
         for (size_t k = 0; k < s->nresults; k++)
-            fprintf(out, "%.1f,%.1f ", s_px(&f, log2((double)s->results[k].bytes)),
+            fprintf(out, "%.1f,%.1f ", s_px(&f, log2((double)s->results[k].nominal)),
                     s_py(&f, s_value(&s->results[k], single)));
         fputs("\"/>\n", out);
         for (size_t k = 0; k < s->nresults; k++) {
             const struct probe_result *r = &s->results[k];
+            int ok = r->verified && (!r->has_ip || r->ip.verified);
             char size[32];
-            probe_fmt_bytes(r->bytes, size, sizeof size);
+            probe_fmt_bytes(r->nominal, size, sizeof size);
             fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\">"
-                         "<title>%s, %s: %.2f GB/s%s</title></circle>\n", s_px(&f, log2((double)r->bytes)),
-                    s_py(&f, s_value(r, single)), r->verified ? 3 : 5, r->verified ? color : "#ffffff",
-                    r->verified ? color : "#d62728", label, size, s_value(r, single),
-                    r->verified ? "" : " (wrong sum)");
+                         "<title>%s, %s: %.2f GB/s%s</title></circle>\n", s_px(&f, log2((double)r->nominal)),
+                    s_py(&f, s_value(r, single)), ok ? 3 : 5, ok ? color : "#ffffff", ok ? color : "#d62728", label,
+                    size, s_value(r, single), ok ? "" : " (wrong data)");
         }
         fputs("</g>\n", out);
         s_legend(out, &f, row++, color, label);

@@ -6,9 +6,10 @@
 
 #include <stdio.h>
 
-/* <svg id="chart-busbw">: busbw against message size (log2 axis), one line per group size N; with one GPU only,
- * N=1's algbw instead (its busbw is 0 by definition). Unverified points are drawn hollow red. */
-void probe_chart_busbw(FILE *out, const struct probe_meas *m);
+/* <svg id="chart-busbw-OP">: op's busbw against message size (log2 axis), one line per group size N; with one
+ * GPU only, N=1's algbw instead (its busbw is 0 by definition, but for Broadcast). Unverified points are drawn
+ * hollow red. */
+void probe_chart_busbw(FILE *out, const struct probe_meas *m, enum probe_op op);
 /* <svg id="chart-efficiency">: efficiency against N (log2 axis) with the ideal line at 1 and a marker at each
  * N's threshold; flagged points red. */
 void probe_chart_efficiency(FILE *out, const struct probe_analysis *a);

@@ -42,6 +42,17 @@ void probe_fmt_bytes(uint64_t bytes, char *buf, size_t len)
     snprintf(buf, len, "%.1f %s", d, dec[u]);
 }
 
+void probe_fmt_float(double v, int width, char *buf, size_t len)
+{
+    if (snprintf(buf, len, "%*.2f", width, v) <= width || snprintf(buf, len, "%*.1f", width, v) <= width ||
+        snprintf(buf, len, "%*.0f", width, v) <= width)
+        return;
+    if (width >= 7)
+        snprintf(buf, len, "%*.1e", width, v);
+    else
+        snprintf(buf, len, "%*.0e", width, v);
+}
+
 void probe_fmt_ranks(const int *ranks, size_t n, char *buf, size_t len)
 {
     size_t used = 0;

@@ -4,6 +4,7 @@
 #include "probe_chart.h"
 #include "probe_fmt.h"
 #include "probe_report.h"
+#include "probe_table.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,18 +64,25 @@ static void s_scaling(FILE *out, const struct probe_meas *m, const struct probe_
     char ref[32], grad[32];
     probe_fmt_bytes(a->ref_bytes, ref, sizeof ref);
     probe_fmt_bytes(m->config.grad_bytes, grad, sizeof grad);
-    fprintf(out, "<h2>Scaling</h2>\n<p>busbw compared at %s, the largest size every multi-GPU group measured; the "
-                 "synthetic step is %.0f GFLOP of compute and then the all-reduce of %s of gradients.</p>\n<table "
-                 "id=\"scaling\"><tr><th>N</th><th>nodes</th><th>busbw GB/s</th><th>%% of N=%d</th><th>step ms</th>"
-                 "<th>all-reduce ms</th><th>throughput /s</th><th>efficiency</th><th>threshold</th></tr>\n",
-            a->ref_bytes ? ref : "-", m->config.step_gflop, grad, a->base_n);
+    fprintf(out, "<h2>Scaling</h2>\n<p>busbw compared at %s, the largest size every multi-GPU group measured (%% of "
+                 "N=%d's); the synthetic training step is %.0f GFLOP of compute and then the ", a->ref_bytes ? ref : "-",
+            a->base_n, m->config.step_gflop);
+    for (int k = 0; k < m->config.nops; k++)
+        fprintf(out, "%s%s", k ? " + " : "", probe_op_prose(m->config.ops[k]));
+    fprintf(out, " of %s of gradients.</p>\n<table id=\"scaling\"><tr><th>N</th><th>nodes</th>", grad);
+    for (int k = 0; k < m->config.nops; k++)
+        fprintf(out, "<th>%s busbw GB/s</th><th>%%</th>", probe_op_title(m->config.ops[k]));
+    fputs("<th>step ms</th><th>comm ms</th><th>throughput /s</th><th>efficiency</th><th>threshold</th></tr>\n", out);
     for (size_t i = 0; i < a->ngroups; i++) {
         const struct probe_group_stat *g = &a->groups[i];
         fprintf(out, "<tr><td>%d</td><td>%d</td>", g->n, g->nodes);
-        s_num(out, g->busbw, 1, g->busbw_flag);
-        s_num(out, g->busbw_rel * 100, 0, g->busbw_flag);
+        for (int k = 0; k < m->config.nops; k++) {
+            enum probe_op op = m->config.ops[k];
+            s_num(out, g->busbw[op], 1, g->busbw_flag[op]);
+            s_num(out, g->busbw_rel[op] * 100, 0, g->busbw_flag[op]);
+        }
         s_num(out, g->step_us / 1e3, 3, 0);
-        s_num(out, g->allreduce_us / 1e3, 3, 0);
+        s_num(out, g->comm_us / 1e3, 3, 0);
         s_num(out, g->throughput, 1, 0);
         s_num(out, g->efficiency, 3, g->eff_flag);
         s_num(out, g->threshold, 2, 0);
@@ -156,32 +164,48 @@ static void s_pairwise(FILE *out, const struct probe_meas *m)
     fputs("</table>\n", out);
 }
 
+/* One placement's cells: time, algbw, busbw, #wrong (red when wrong). */
+static void s_place(FILE *out, double time_us, double algbw, double busbw, double wrong, int verified)
+{
+    s_num(out, time_us, 2, 0);
+    s_num(out, algbw, 2, 0);
+    s_num(out, busbw, 2, 0);
+    if (isfinite(wrong))
+        fprintf(out, "<td%s>%.0f</td>", verified ? "" : " class=\"bad\"", wrong);
+    else
+        fprintf(out, "<td%s>%s</td>", verified ? "" : " class=\"bad\"", verified ? "ok" : "wrong");
+}
+
+/* Each sweep as nccl-tests' table: size, count, then out of place and in place. */
 static void s_sweeps(FILE *out, const struct probe_meas *m)
 {
-    size_t nsizes = 0;
-    uint64_t *sizes = probe_meas_sizes(m, &nsizes);
-    fputs("<h2>AllReduce sweep</h2>\n<p>busbw in GB/s (algbw in the tooltip); red = the sum read back after timing "
-          "was wrong.</p>\n<table id=\"sweeps\"><tr><th>size</th>", out);
-    for (size_t i = 0; i < m->nsweeps; i++)
-        fprintf(out, "<th>N=%d%s</th>", m->sweeps[i].n,
-                m->sweeps[i].group == PROBE_GROUP_ONE_PER_NODE ? " (1 per node)" : "");
-    fputs("</tr>\n", out);
-    for (size_t k = 0; sizes && k < nsizes; k++) {
-        char size[32];
-        probe_fmt_bytes(sizes[k], size, sizeof size);
-        fprintf(out, "<tr><th>%s</th>", size);
-        for (size_t i = 0; i < m->nsweeps; i++) {
-            const struct probe_result *r = probe_sweep_result(&m->sweeps[i], sizes[k]);
-            if (r == NULL)
-                fputs("<td>-</td>", out);
+    fputs("<h2>Sweeps</h2>\n<p>Each sweep in the columns of nccl-tests' <code>*_perf</code> (algbw = size / time, "
+          "busbw = algbw &times; the collective's factor for N); red = the data read back after timing was wrong."
+          "</p>\n", out);
+    for (size_t i = 0; i < m->nsweeps; i++) {
+        const struct probe_sweep *s = &m->sweeps[i];
+        char title[256];
+        probe_table_title(s, title, sizeof title);
+        fprintf(out, "<h3>");
+        probe_chart_esc(out, title);
+        fprintf(out, "</h3>\n<table class=\"sweep\" data-op=\"%s\" data-n=\"%d\"><tr><th colspan=\"2\"></th>"
+                     "<th colspan=\"4\">out-of-place</th><th colspan=\"4\">in-place</th></tr>\n<tr><th>size (B)</th>"
+                     "<th>count</th><th>time us</th><th>algbw GB/s</th><th>busbw GB/s</th><th>#wrong</th><th>time us</th>"
+                     "<th>algbw GB/s</th><th>busbw GB/s</th><th>#wrong</th></tr>\n", probe_op_name(s->op), s->n);
+        for (size_t k = 0; k < s->nresults; k++) {
+            const struct probe_result *r = &s->results[k];
+            fprintf(out, "<tr><td>%llu</td><td>%llu</td>", (unsigned long long)r->bytes,
+                    (unsigned long long)probe_table_count(m, s, r));
+            s_place(out, r->time_us, r->algbw, r->busbw, r->wrong, r->verified);
+            if (r->has_ip)
+                s_place(out, r->ip.time_us, r->ip.algbw, r->ip.busbw, r->ip.wrong, r->ip.verified);
             else
-                fprintf(out, "<td%s title=\"algbw %.2f GB/s, %.1f us\">%.2f</td>", r->verified ? "" : " class=\"bad\"",
-                        r->algbw, r->time_us, r->busbw);
+                fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", out);
+            fputs("</tr>\n", out);
         }
-        fputs("</tr>\n", out);
+        fprintf(out, "<tr><th colspan=\"2\">Avg bus bandwidth</th><td colspan=\"8\" class=\"l\">%g GB/s</td></tr>"
+                     "\n</table>\n", probe_sweep_avg_busbw(s));
     }
-    fputs("</table>\n", out);
-    free(sizes);
 }
 
 void probe_html_page(FILE *out, const struct probe_meas *m, const struct probe_analysis *a)
@@ -197,18 +221,23 @@ void probe_html_page(FILE *out, const struct probe_meas *m, const struct probe_a
     probe_chart_esc(out, m->date);
     fputs("</p>\n<p class=\"meta\" id=\"source\">source: ", out);
     probe_chart_esc(out, m->source);
-    fputs("</p>\n", out);
+    fprintf(out, "</p>\n<p class=\"meta\" id=\"timing\">timing: %s; %s; -n %d, -w %d</p>\n",
+            probe_timing_label(m->config.timing), probe_dtype_name(m->config.dtype), m->config.iters,
+            m->config.warmup_iters);
     s_verdicts(out, a);
     fputs("<h2>Bandwidth</h2>\n", out);
-    probe_chart_busbw(out, m);
+    for (int k = 0; k < m->config.nops; k++)
+        if (probe_meas_has_op(m, m->config.ops[k]))
+            probe_chart_busbw(out, m, m->config.ops[k]);
     fputs("<h2>Efficiency</h2>\n", out);
     probe_chart_efficiency(out, a);
     s_scaling(out, m, a);
     s_preflight(out, m);
     s_pairwise(out, m);
     s_sweeps(out, m);
-    fputs("<footer>algbw = bytes / time; busbw = algbw &times; 2(n&minus;1)/n, as nccl-tests defines them, so the "
-          "figures compare one to one with all_reduce_perf. Efficiency = throughput(N) / (N &times; throughput(1)). "
+    fputs("<footer>algbw = size / time; busbw = algbw &times; 2(n&minus;1)/n for AllReduce, (n&minus;1)/n for "
+          "AllGather, ReduceScatter and AlltoAll, 1 for Broadcast, as nccl-tests defines them, so the figures compare "
+          "one to one with its *_perf binaries. Efficiency = throughput(N) / (N &times; throughput(1)). "
           "Written by plaunch " PLAUNCH_VERSION "; schema " PROBE_SCHEMA ", docs/probe.md.</footer>\n"
           "</body>\n</html>\n", out);
 }

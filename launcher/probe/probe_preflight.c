@@ -294,26 +294,30 @@ static int s_check_verified(const struct probe_meas *m, struct probe_analysis *a
         const struct probe_sweep *s = &m->sweeps[i];
         size_t bad = 0;
         const struct probe_result *first = NULL;
-        for (size_t k = 0; k < s->nresults; k++, checked++)
-            if (!s->results[k].verified && bad++ == 0)
-                first = &s->results[k];
+        for (size_t k = 0; k < s->nresults; k++) {
+            const struct probe_result *r = &s->results[k];
+            int wrong = !r->verified || (r->has_ip && !r->ip.verified);
+            checked += 1 + (size_t)r->has_ip;
+            if (wrong && bad++ == 0)
+                first = r;
+        }
         if (bad == 0)
             continue;
         char size[32];
-        probe_fmt_bytes(first->bytes, size, sizeof size);
+        probe_fmt_bytes(first->nominal, size, sizeof size);
         bad_sweeps++;
-        if (probe_verdict_add(a, PROBE_SEV_FLAG, "verification", "the sum read back after timing differed from "
-                               "the expected value, so these timings cannot be trusted; rerun with NCCL_DEBUG=WARN "
-                               "and check the GPUs' memory (`nvidia-smi -q -d ECC`)", "wrong AllReduce result at "
-                               "N=%d (%s): %zu of %zu sizes failed the check, the first at %s", s->n,
+        if (probe_verdict_add(a, PROBE_SEV_FLAG, "verification", "the data read back after timing differed from "
+                               "the expected values, so these timings cannot be trusted; rerun with NCCL_DEBUG=WARN "
+                               "and check the GPUs' memory (`nvidia-smi -q -d ECC`)", "wrong %s result at N=%d (%s): "
+                               "%zu of %zu sizes failed the check (%s), the first at %s", probe_op_title(s->op), s->n,
                                s->group == PROBE_GROUP_FIRST_N ? "first-n" : "one-per-node", bad, s->nresults,
-                               size) < 0)
+                               !first->verified ? "out of place" : "in place", size) < 0)
             return -1;
     }
     if (bad_sweeps || checked == 0)
         return 0;
-    return probe_verdict_add(a, PROBE_SEV_OK, "verification", NULL, "verification: all %zu AllReduce results were "
-                              "checked after timing and are correct", checked);
+    return probe_verdict_add(a, PROBE_SEV_OK, "verification", NULL, "verification: all %zu results were checked "
+                              "after timing and are correct", checked);
 }
 
 int probe_preflight_check(const struct probe_meas *m, const struct probe_thresholds *t, struct probe_analysis *a)

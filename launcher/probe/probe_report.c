@@ -2,6 +2,7 @@
 #include "probe_report.h"
 
 #include "probe_fmt.h"
+#include "probe_table.h"
 
 #include <errno.h>
 #include <math.h>
@@ -53,58 +54,62 @@ static void s_table_preflight(FILE *out, const struct probe_meas *m)
 
 static void s_table_sweeps(FILE *out, const struct probe_meas *m)
 {
-    size_t nsizes = 0;
-    uint64_t *sizes = probe_meas_sizes(m, &nsizes);
-    if (nsizes == 0) {
-        free(sizes);
+    if (m->nsweeps)
+        fprintf(out, "\nSweeps, as nccl-tests prints them (algbw = size / time; busbw = algbw * the collective's factor "
+                     "for N: AllReduce 2(N-1)/N, AllGather, ReduceScatter and AlltoAll (N-1)/N, Broadcast 1)\n");
+    for (size_t i = 0; i < m->nsweeps; i++)
+        probe_table_sweep(out, m, &m->sweeps[i]);
+}
+
+/* The busbw of every collective at the reference size per N, and its share of the base N's. */
+static void s_table_busbw(FILE *out, const struct probe_meas *m, const struct probe_analysis *a)
+{
+    char ref[32];
+    if (a->base_n == 0)
         return;
-    }
-    fprintf(out, "\nAllReduce busbw, GB/s (nccl-tests: algbw = bytes/time, busbw = algbw*2(n-1)/n; N=1: algbw, as its "
-                 "busbw is 0; * = wrong sum)\n  %-9s", "size");
-    for (size_t i = 0; i < m->nsweeps; i++) {
-        char head[32];
-        snprintf(head, sizeof head, "N=%d%s", m->sweeps[i].n,
-                 m->sweeps[i].group == PROBE_GROUP_ONE_PER_NODE ? " 1/node" : m->sweeps[i].n == 1 ? " algbw" : "");
-        fprintf(out, " %11s", head);
-    }
+    probe_fmt_bytes(a->ref_bytes, ref, sizeof ref);
+    fprintf(out, "\nbusbw at %s, GB/s (%% of N=%d; ! = dropped more than allowed)\n  %-4s %5s", ref, a->base_n, "N",
+            "nodes");
+    for (int k = 0; k < m->config.nops; k++)
+        fprintf(out, " %17s", probe_op_title(m->config.ops[k]));
     fputc('\n', out);
-    for (size_t k = 0; k < nsizes; k++) {
-        char size[32];
-        probe_fmt_bytes(sizes[k], size, sizeof size);
-        fprintf(out, "  %-9s", size);
-        for (size_t i = 0; i < m->nsweeps; i++) {
-            const struct probe_result *r = probe_sweep_result(&m->sweeps[i], sizes[k]);
-            char cell[32] = "-";
-            if (r)
-                snprintf(cell, sizeof cell, "%.2f%s", m->sweeps[i].n == 1 ? r->algbw : r->busbw, r->verified ? " " : "*");
-            fprintf(out, " %11s", cell);
+    for (size_t i = 0; i < a->ngroups; i++) {
+        const struct probe_group_stat *g = &a->groups[i];
+        if (g->n < 2)
+            continue;
+        fprintf(out, "  %-4d %5d", g->n, g->nodes);
+        for (int k = 0; k < m->config.nops; k++) {
+            enum probe_op op = m->config.ops[k];
+            char cell[48] = "-";
+            if (isfinite(g->busbw[op]))
+                snprintf(cell, sizeof cell, "%.1f (%.0f%%)%c", g->busbw[op], 100 * g->busbw_rel[op],
+                         g->busbw_flag[op] ? '!' : ' ');
+            fprintf(out, " %17s", cell);
         }
         fputc('\n', out);
     }
-    free(sizes);
 }
 
 static void s_table_scaling(FILE *out, const struct probe_meas *m, const struct probe_analysis *a)
 {
-    char grad[32], ref[32], head[48];
+    char grad[32], ops[96] = "";
     probe_fmt_bytes(m->config.grad_bytes, grad, sizeof grad);
-    probe_fmt_bytes(a->ref_bytes, ref, sizeof ref);
-    snprintf(head, sizeof head, a->ref_bytes ? "busbw@%s" : "busbw", ref);
-    fprintf(out, "\nScaling (synthetic data-parallel step: %.0f GFLOP of compute, then the all-reduce of %s)\n"
-                 "  %-4s %5s %13s %8s %9s %12s %12s %10s %9s\n", m->config.step_gflop, grad, "N", "nodes", head,
-            "vs base", "step ms", "allreduce ms", "throughput/s", "efficiency", "threshold");
+    for (int k = 0, used = 0; k < m->config.nops; k++)
+        used += snprintf(ops + used, sizeof ops - (size_t)used, "%s%s", k ? " + " : "",
+                         probe_op_prose(m->config.ops[k]));
+    fprintf(out, "\nScaling (synthetic training step: %.0f GFLOP of compute, then the %s of %s)\n"
+                 "  %-4s %5s %9s %9s %12s %10s %9s\n", m->config.step_gflop, ops, grad, "N", "nodes", "step ms",
+            "comm ms", "throughput/s", "efficiency", "threshold");
     for (size_t i = 0; i < a->ngroups; i++) {
         const struct probe_group_stat *g = &a->groups[i];
-        char bw[16], rel[16], step[16], ar[16], thr[16], eff[16], lim[16];
-        s_cell(bw, sizeof bw, g->busbw, 1, "");
-        s_cell(rel, sizeof rel, g->busbw_rel * 100, 0, "%");
+        char step[16], comm[16], thr[16], eff[16], lim[16];
         s_cell(step, sizeof step, g->step_us / 1e3, 3, "");
-        s_cell(ar, sizeof ar, g->allreduce_us / 1e3, 3, "");
+        s_cell(comm, sizeof comm, g->comm_us / 1e3, 3, "");
         s_cell(thr, sizeof thr, g->throughput, 1, "");
         s_cell(eff, sizeof eff, g->efficiency, 3, "");
         s_cell(lim, sizeof lim, g->threshold, 2, "");
-        fprintf(out, "  %-4d %5d %13s %7s%c %9s %12s %12s %9s%c %9s\n", g->n, g->nodes, bw, rel,
-                g->busbw_flag ? '!' : ' ', step, ar, thr, eff, g->eff_flag ? '!' : ' ', lim);
+        fprintf(out, "  %-4d %5d %9s %9s %12s %9s%c %9s\n", g->n, g->nodes, step, comm, thr, eff,
+                g->eff_flag ? '!' : ' ', lim);
     }
 }
 
@@ -113,9 +118,10 @@ void probe_report_table(FILE *out, const struct probe_meas *m, const struct prob
     fprintf(out, "plaunch probe: %zu GPU(s) on %zu host(s):", m->ngpus, m->nhosts);
     for (size_t i = 0; i < m->nhosts; i++)
         fprintf(out, " %s", m->hosts[i]);
-    fprintf(out, "\n  date %s; source: %s\n", m->date, m->source);
+    fprintf(out, "\n  date %s; source: %s\n  timing: %s\n", m->date, m->source, probe_timing_label(m->config.timing));
     s_table_preflight(out, m);
     s_table_sweeps(out, m);
+    s_table_busbw(out, m, a);
     s_table_scaling(out, m, a);
     fprintf(out, "\nVerdicts (%d flag%s)\n", a->nflags, a->nflags == 1 ? "" : "s");
     for (size_t i = 0; i < a->nverdicts; i++) {
@@ -132,17 +138,40 @@ static json_t *s_real(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* Overwrites every result's algbw/busbw with the values the analysis used. */
+/* Overwrites every result's algbw/busbw with the values the analysis used; adds each sweep's op (schema 1
+ * files have none) and nccl-tests' Avg bus bandwidth. */
 static void s_json_bandwidths(json_t *doc, const struct probe_meas *m)
 {
     json_t *sweeps = json_object_get(doc, "sweeps");
     for (size_t i = 0; i < m->nsweeps && i < json_array_size(sweeps); i++) {
-        json_t *res = json_object_get(json_array_get(sweeps, i), "results");
-        for (size_t k = 0; k < m->sweeps[i].nresults && k < json_array_size(res); k++) {
-            json_object_set_new(json_array_get(res, k), "algbw_gbps", s_real(m->sweeps[i].results[k].algbw));
-            json_object_set_new(json_array_get(res, k), "busbw_gbps", s_real(m->sweeps[i].results[k].busbw));
+        const struct probe_sweep *s = &m->sweeps[i];
+        json_t *sw = json_array_get(sweeps, i), *res = json_object_get(sw, "results");
+        json_object_set_new(sw, "op", json_string(probe_op_name(s->op)));
+        json_object_set_new(sw, "avg_busbw_gbps", s_real(probe_sweep_avg_busbw(s)));
+        for (size_t k = 0; k < s->nresults && k < json_array_size(res); k++) {
+            const struct probe_result *r = &s->results[k];
+            json_t *ro = json_array_get(res, k), *ip = json_object_get(ro, "in_place");
+            json_object_set_new(ro, "algbw_gbps", s_real(r->algbw));
+            json_object_set_new(ro, "busbw_gbps", s_real(r->busbw));
+            if (r->has_ip && json_is_object(ip)) {
+                json_object_set_new(ip, "algbw_gbps", s_real(r->ip.algbw));
+                json_object_set_new(ip, "busbw_gbps", s_real(r->ip.busbw));
+            }
         }
     }
+}
+
+/* {"allreduce": {"busbw_gbps", "busbw_rel", "busbw_flag"}, ...} for the collectives measured at N. */
+static json_t *s_json_by_op(const struct probe_meas *m, const struct probe_group_stat *g)
+{
+    json_t *o = json_object();
+    for (int k = 0; o && k < m->config.nops; k++) {
+        enum probe_op op = m->config.ops[k];
+        json_object_set_new(o, probe_op_name(op), json_pack("{s:o, s:o, s:b}", "busbw_gbps", s_real(g->busbw[op]),
+                                                            "busbw_rel", s_real(g->busbw_rel[op]), "busbw_flag",
+                                                            g->busbw_flag[op]));
+    }
+    return o;
 }
 
 static json_t *s_json_thresholds(const struct probe_thresholds *t)
@@ -164,15 +193,16 @@ json_t *probe_report_json(const struct probe_meas *m, const struct probe_analysi
     if (doc == NULL || groups == NULL || verdicts == NULL)
         goto error;
     s_json_bandwidths(doc, m);
+    enum probe_op first = m->config.ops[0];
     for (size_t i = 0; i < a->ngroups; i++) {
         const struct probe_group_stat *g = &a->groups[i];
-        json_array_append_new(groups, json_pack("{s:i, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:b}", "n", g->n,
-                                                "nodes", g->nodes, "busbw_gbps", s_real(g->busbw), "busbw_rel",
-                                                s_real(g->busbw_rel), "busbw_flag", g->busbw_flag, "step_time_us",
+        json_array_append_new(groups, json_pack("{s:i, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "n",
+                                                g->n, "nodes", g->nodes, "busbw_gbps", s_real(g->busbw[first]),
+                                                "busbw_rel", s_real(g->busbw_rel[first]), "busbw_flag",
+                                                g->any_busbw_flag, "by_op", s_json_by_op(m, g), "step_time_us",
                                                 s_real(g->step_us), "throughput", s_real(g->throughput), "efficiency",
                                                 s_real(g->efficiency), "threshold", s_real(g->threshold),
-                                                "allreduce_time_us", s_real(g->allreduce_us), "efficiency_flag",
-                                                g->eff_flag));
+                                                "comm_time_us", s_real(g->comm_us), "efficiency_flag", g->eff_flag));
     }
     for (size_t i = 0; i < a->nverdicts; i++) {
         const struct probe_verdict *v = &a->verdicts[i];
@@ -180,9 +210,10 @@ json_t *probe_report_json(const struct probe_meas *m, const struct probe_analysi
                                                   v->sev == PROBE_SEV_FLAG ? "flag" : probe_verdict_sev_name(v->sev), "kind",
                                                   v->kind, "text", v->text, "reason", v->reason));
     }
-    json_t *an = json_pack("{s:I, s:i, s:o, s:o, s:o, s:i, s:i}", "ref_bytes", (json_int_t)a->ref_bytes, "base_n",
-                           a->base_n, "thresholds", s_json_thresholds(t), "groups", groups, "verdicts", verdicts,
-                           "flags", a->nflags, "exit_status", probe_analysis_exit_status(a));
+    json_t *an = json_pack("{s:I, s:i, s:s, s:s, s:o, s:o, s:o, s:i, s:i}", "ref_bytes", (json_int_t)a->ref_bytes,
+                           "base_n", a->base_n, "timing", probe_timing_name(m->config.timing), "timing_label",
+                           probe_timing_label(m->config.timing), "thresholds", s_json_thresholds(t), "groups", groups,
+                           "verdicts", verdicts, "flags", a->nflags, "exit_status", probe_analysis_exit_status(a));
     groups = verdicts = NULL;
     if (an == NULL || json_object_set_new(doc, "analysis", an) < 0)
         goto error;

@@ -94,7 +94,8 @@ char **probe_run_worker_argv(const char *worker, const struct probe_run_opts *o,
 {
     const char *pairs[][2] = { { "-b", o->min_bytes }, { "-e", o->max_bytes },      { "-f", o->factor },
                                { "-n", o->iters },     { "-w", o->warmup },         { "--grad-bytes", o->grad_bytes },
-                               { "--step-gflop", o->step_gflop } };
+                               { "--step-gflop", o->step_gflop }, { "--op", o->ops },
+                               { "-d", o->dtype },     { "--timing", o->timing } };
     size_t n = 0, cap = 2 * (sizeof pairs / sizeof pairs[0]) + 6;
     char **argv = calloc(cap, sizeof *argv);
     if (argv == NULL)

@@ -9,7 +9,7 @@
 
 /* What the worker measures; strings as the user gave them (validated by cmd_probe), NULL = worker default. */
 struct probe_run_opts {
-    const char *min_bytes, *max_bytes, *factor, *iters, *warmup, *grad_bytes, *step_gflop;
+    const char *min_bytes, *max_bytes, *factor, *iters, *warmup, *grad_bytes, *step_gflop, *ops, *dtype, *timing;
     int no_pairwise;
 };
 

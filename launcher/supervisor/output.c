@@ -14,6 +14,7 @@
 
 #include "console.h"
 #include "log.h"
+#include "loop.h"
 #include "ownfile.h"
 
 #define OUTPUT_CHUNK 65536
@@ -264,6 +265,7 @@ static int s_pump(struct worker *w, size_t max_bytes)
 
 int output_pump(struct worker *w, size_t max_bytes)
 {
+    w->out_ns = loop_now_ns(); /* the pipe woke us: the rank wrote (progress for the hang watch) */
     int eof = s_pump(w, max_bytes);
     s_tee_flush();
     return eof;

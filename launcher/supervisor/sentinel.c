@@ -79,6 +79,13 @@ static void s_remove_run_dir(const char *marker)
     char *slash = strrchr(path, '/');
     if (slash && slash != path) {
         *slash = '\0';
+        /* the workers' progress files (progress.LOCAL_RANK): the directory is the launcher's, mode 0700 */
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+            if (strncmp(e->d_name, "progress.", 9) == 0)
+                unlinkat(dirfd(d), e->d_name, 0);
+        if (d)
+            closedir(d);
         rmdir(path);
     }
 }

@@ -22,7 +22,7 @@ static const char *const s_owned[] = {
     "PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE", "PADDLE_GLOBAL_RANK",
     "PADDLE_LOCAL_RANK", "PADDLE_RANK_IN_NODE", "PADDLE_LOG_DIR", "FLAGS_selected_gpus",
     "PLAUNCH_AGENT", "PLAUNCH_JOB_ID", "PLAUNCH_GENERATION", "PLAUNCH_NODE_RANK", "PLAUNCH_NNODES",
-    "PLAUNCH_GPU",
+    "PLAUNCH_GPU", "PLAUNCH_PROGRESS_FILE",
     "PLAUNCH_TOKEN", /* the control plane's secret: not for the program, its children or its logs */
 };
 #define NOWNED (sizeof s_owned / sizeof *s_owned)
@@ -132,8 +132,12 @@ char **wenv_build(const struct job *job, const struct worker *w)
     errfile_path(job->log_dir, w->rank, errpath, sizeof errpath);
     s_put(&b, "TORCHELASTIC_ERROR_FILE", "%s", errpath);
     /* Variables plaunch sets only where the user did not. */
-    int user_aeh = 0, user_gloo = 0, user_nccl = 0;
+    int user_aeh = 0, user_gloo = 0, user_nccl = 0, user_fh = 0, user_fr = 0, user_frdump = 0, user_frfile = 0;
     for (size_t i = 0; i < nbase; i++) {
+        user_fh |= s_is(job->base_env[i], "PYTHONFAULTHANDLER");
+        user_fr |= s_is(job->base_env[i], "TORCH_NCCL_TRACE_BUFFER_SIZE");
+        user_frdump |= s_is(job->base_env[i], "TORCH_NCCL_DUMP_ON_TIMEOUT");
+        user_frfile |= s_is(job->base_env[i], "TORCH_FR_DUMP_TEMP_FILE");
         user_aeh |= s_is(job->base_env[i], "TORCH_NCCL_ASYNC_ERROR_HANDLING") ||
                     s_is(job->base_env[i], "NCCL_ASYNC_ERROR_HANDLING");
         user_gloo |= s_is(job->base_env[i], "GLOO_SOCKET_IFNAME");
@@ -148,6 +152,18 @@ char **wenv_build(const struct job *job, const struct worker *w)
         s_put(&b, "GLOO_SOCKET_IFNAME", "%s", job->socket_ifname);
     if (job->socket_ifname[0] && !user_nccl)
         s_put(&b, "NCCL_SOCKET_IFNAME", "=%s", job->socket_ifname);
+    /* Hang localisation: CPython prints every thread's traceback on SIGABRT (a hung rank's stack lands in its
+     * workerlog); torch's NCCL flight recorder keeps the last collectives and dumps them into the log directory
+     * (as nccl_trace.RANK) when its watchdog times out. */
+    if (!user_fh)
+        s_put(&b, "PYTHONFAULTHANDLER", "1");
+    if (!user_fr)
+        s_put(&b, "TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+    if (!user_frdump)
+        s_put(&b, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+    if (!user_frfile)
+        s_put(&b, "TORCH_FR_DUMP_TEMP_FILE", "%s/nccl_trace.", job->log_dir);
+    s_put(&b, "PLAUNCH_PROGRESS_FILE", "%s/progress.%d", job->run_dir, w->local_rank);
     if (!job->base_has_omp && local_world > 1)
         s_put(&b, "OMP_NUM_THREADS", "1");
 

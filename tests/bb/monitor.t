@@ -67,7 +67,7 @@ ok $? "the stand-in NVML builds"
         echo "gpu 0 step $k util=96 fine=95,97 mem_used=20000 proc=local0:20000"
         echo "gpu 1 step $k util=45 fine=0,100 mem_used=20000 proc=local1:20000"
         echo "gpu 2 step $k util=95 fine=95,95 mem_used=$((20000 + 40 * k)) proc=local2:$((20000 + 40 * k))"
-        echo "gpu 3 step $k util=94 fine=94,94 mem_used=79500 proc=local3:79000 throttle=0x40 temp=91"
+        echo "gpu 3 step $k util=94 fine=94,94 mem_used=79500 proc=local3:79000 throttle=0x40 temp=91 sm=1410"
     done
     echo "gpu 3 step 12 xid=79 ecc_uncorr=1"
 } >series.txt

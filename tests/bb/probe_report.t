@@ -103,6 +103,56 @@ run "JSON report reads back with --report" 3 "$PLAUNCH" probe --report "$tmp/pci
 if python3 -c 'import json,sys; a,b=(json.load(open(p))["analysis"] for p in sys.argv[1:]); sys.exit(a!=b)' \
     "$tmp/pcie.json" "$tmp/pcie2.json"; then ok "round trip gives the same analysis"; else not_ok "round trip changed the analysis"; fi
 
+# ---- every collective: nccl-tests' busbw factors by hand, per op and placement ----------------------------------
+run "every-op fixture reports no flag" 0 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-ops.json" \
+    --json "$tmp/ops.json" --html "$tmp/ops.html"
+for t in "# AllReduce (all_reduce_perf), N=8" "# AllGather (all_gather_perf), N=8" \
+    "# ReduceScatter (reduce_scatter_perf), N=8" "# Broadcast (broadcast_perf), N=8" "# AlltoAll (alltoall_perf), N=8"; do
+    has "every-op table: ${t#\# }" "$tmp/out" "$t"
+done
+has "every-op table: nccl-tests' Avg bus bandwidth line" "$tmp/out" "# Avg bus bandwidth    : "
+has "every-op table: timing named" "$tmp/out" "timing: host wall clock around the timed loop, nccl-tests' method"
+if python3 - "$tmp/ops.json" >"$tmp/ops.check" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+# busbw / algbw, written out by hand for the group sizes of the fixture (nccl-tests' src/*.cu getBw)
+HAND = {"allreduce": {1: 0, 2: 1, 4: 1.5, 8: 1.75}, "allgather": {1: 0, 2: 0.5, 4: 0.75, 8: 0.875},
+        "reducescatter": {1: 0, 2: 0.5, 4: 0.75, 8: 0.875}, "alltoall": {1: 0, 2: 0.5, 4: 0.75, 8: 0.875},
+        "broadcast": {1: 1, 2: 1, 4: 1, 8: 1}}
+seen = set()
+for s in d["sweeps"]:
+    f, figures = HAND[s["op"]][s["n"]], []
+    seen.add(s["op"])
+    for r in s["results"]:
+        for p in (r, r["in_place"]):
+            algbw = r["bytes"] / p["time_us"] / 1e3
+            assert abs(p["algbw_gbps"] - algbw) <= 1e-6 * algbw, (s["op"], s["n"], "algbw")
+            assert abs(p["busbw_gbps"] - algbw * f) <= 1e-6 * algbw, (s["op"], s["n"], "busbw")
+            figures.append(p["busbw_gbps"])
+    avg = sum(figures) / len(figures)
+    assert abs(s["avg_busbw_gbps"] - avg) <= 1e-6 * (1 + avg), (s["op"], s["n"], "Avg bus bandwidth")
+assert seen == set(HAND), seen
+ag = [s for s in d["sweeps"] if s["op"] == "allgather" and s["n"] == 8][0]["results"][-1]
+assert ag["bytes"] == 1 << 30 and ag["count"] == 1 << 25, ag  # 2^28 floats gathered from 8 ranks
+g8 = [g for g in d["analysis"]["groups"] if g["n"] == 8][0]
+assert set(g8["by_op"]) == set(HAND) and not g8["busbw_flag"]
+assert d["analysis"]["timing"] == "host"
+print("every op ok")
+EOF
+then ok "every-op JSON: algbw, busbw (factors by hand) and Avg bus bandwidth per op and placement"
+else not_ok "every-op JSON" "$(cat "$tmp/ops.check")"; fi
+run "FSDP fixture fires flags" 3 "$PLAUNCH" probe --report "$FIX/synthetic-fsdp8-flags.json"
+has "FSDP fixture: the all-gather's busbw drop named" "$tmp/out" "AllGather busbw drop at N=8"
+has "FSDP fixture: the step's collectives named" "$tmp/out" "the reduce-scatter + all-gather of 87.0 MB takes"
+has "FSDP fixture: wrong in-place data named" "$tmp/out" "wrong AllGather result at N=4 (first-n): 1 of 11 sizes failed the check (in place)"
+# measured on the lent H200 (1 GPU) on 2026-12-03: every collective, nccl-tests' timing
+run "measured every-op H200 fixture re-analyses cleanly" 0 "$PLAUNCH" probe --report "$FIX/measured-h200x1-2026-12-03-ops.json"
+n_tables=$(grep -c '^# .*_perf), N=1, first-n' "$tmp/out")
+[ "$n_tables" = 5 ] && ok "measured every-op fixture: five nccl-tests tables" || not_ok "measured every-op fixture tables: $n_tables"
+has "measured every-op fixture: verified" "$tmp/out" "verification: all 110 results were checked after timing and are correct"
+run "schema-1 file: CUDA-event timing labelled" 0 "$PLAUNCH" probe --report "$FIX/measured-h200x1-2026-12-02.json"
+has "schema-1 file: the label" "$tmp/out" "timing: CUDA events around the timed loop (--timing events; not nccl-tests' method)"
+
 # ---- the HTML report in headless Chromium -------------------------------------------------------------------
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     "$PLAUNCH_SRC/scripts/deps.sh" --browser >/dev/null 2>&1 || true
@@ -121,7 +171,7 @@ if command -v chromium >/dev/null 2>&1; then
         not_ok "HTML screenshot looks blank" "png: ${w:-?} ${h:-?} ${colours:-?} ${nonwhite:-?}" "$(tail -3 "$tmp/chrome.err")"
     fi
     chrome --dump-dom "file://$tmp/pcie.html" >"$tmp/dom.html"
-    has "DOM has the busbw chart" "$tmp/dom.html" '<svg id="chart-busbw"'
+    has "DOM has the busbw chart" "$tmp/dom.html" '<svg id="chart-busbw-allreduce"'
     has "DOM has the efficiency chart" "$tmp/dom.html" '<svg id="chart-efficiency"'
     has "DOM has the ideal line" "$tmp/dom.html" 'class="ideal"'
     has "DOM has the threshold markers" "$tmp/dom.html" '<g class="threshold">'
@@ -131,8 +181,14 @@ if command -v chromium >/dev/null 2>&1; then
     [ "$lines" = 3 ] && ok "busbw chart has one line per N (N=2, 4, 8)" || not_ok "busbw chart lines: $lines, want 3"
     grep -qE '(src|href)="(https?:)?//' "$tmp/pcie.html" && not_ok "HTML loads something from outside" ||
         ok "HTML is self-contained"
+    chrome --dump-dom "file://$tmp/ops.html" >"$tmp/dom-ops.html"
+    charts=$(grep -o '<svg id="chart-busbw-[a-z]*"' "$tmp/dom-ops.html" | sort -u | wc -l)
+    [ "$charts" = 5 ] && ok "every-op HTML: one busbw chart per collective" || not_ok "every-op HTML charts: $charts, want 5"
+    tables=$(grep -o '<table class="sweep" data-op=' "$tmp/dom-ops.html" | wc -l)
+    [ "$tables" = 20 ] && ok "every-op HTML: one nccl-tests table per sweep (5 ops x 4 N)" ||
+        not_ok "every-op HTML tables: $tables, want 20"
 else
-    for t in screenshot busbw-chart efficiency-chart ideal thresholds flags p2p-text series self-contained; do
+    for t in screenshot busbw-chart efficiency-chart ideal thresholds flags p2p-text series self-contained op-charts op-tables; do
         skip "chromium cannot be installed here: HTML $t not checked"
     done
 fi
@@ -154,6 +210,14 @@ run "unknown option" 2 "$PLAUNCH" probe --frobnicate
 run "--report with a measurement option" 2 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-clean.json" -b 1M
 run "bad size" 2 "$PLAUNCH" probe -e 12Q
 has "bad size: names the value" "$tmp/err" "'12Q' is not a byte size for -e"
+run "bad --op" 2 "$PLAUNCH" probe --op allreduce,all_gather
+has "bad --op: names it and lists the valid ones" "$tmp/err" "--op 'allreduce,all_gather': 'all_gather' is not a collective; valid: allreduce, allgather, reducescatter, broadcast, alltoall, or all (every one), comma-separated"
+run "empty --op entry" 2 "$PLAUNCH" probe --op allreduce,
+run "bad -d" 2 "$PLAUNCH" probe -d fp8
+has "bad -d: lists the valid ones" "$tmp/err" "-d 'fp8' is not a data type the probe measures; valid: float, half, bfloat16"
+run "bad --timing" 2 "$PLAUNCH" probe --timing gpu
+has "bad --timing: lists the valid ones" "$tmp/err" "--timing 'gpu': valid: host (nccl-tests' method, the default), events"
+run "--report with --op" 2 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-clean.json" --op allgather
 run "unwritable --html" 2 "$PLAUNCH" probe --report "$FIX/synthetic-h200x8-clean.json" --html /nonexistent/dir/r.html
 has "unwritable --html: names the path" "$tmp/err" "/nonexistent/dir/r.html: cannot write"
 
@@ -176,9 +240,10 @@ cp "$FIX/synthetic-h200x8-clean.json" "\$out"
 EOF
     chmod +x "$tmp/worker"
     export PLAUNCH_NVML_LIBRARY=$tmp/libfake_nvml.so PLAUNCH_PROBE_WORKER=$tmp/worker
-    NCCL_NVLS_ENABLE=1 run "one GPU: live probe reports" 0 "$PLAUNCH" probe --gpus 3 -b 2M --no-pairwise --json "$tmp/live.json"
+    NCCL_NVLS_ENABLE=1 run "one GPU: live probe reports" 0 "$PLAUNCH" probe --gpus 3 -b 2M --no-pairwise \
+        --op reducescatter,allgather -d bfloat16 --timing events --json "$tmp/live.json"
     has "one GPU: worker got rank, world, GPU and NVLS off" "$tmp/worker.log" "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 CVD=3 NVLS=0"
-    has "one GPU: worker got the options" "$tmp/worker.log" "-b 2M --no-pairwise --out /"
+    has "one GPU: worker got the options" "$tmp/worker.log" "-b 2M --op reducescatter,allgather -d bfloat16 --timing events --no-pairwise --out /"
     [ -s "$tmp/live.json" ] && ok "one GPU: --json written" || not_ok "one GPU: --json missing"
     FAIL=1 run "one GPU: failing worker" 1 "$PLAUNCH" probe --gpus 0
     has "one GPU: failing worker named" "$tmp/err" "the probe workers failed (status 1)"

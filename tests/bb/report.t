@@ -196,6 +196,17 @@ is "$rc" 2 "unwritable --html: exit 2"
 like "$err" "/nonexistent/dir/r.html: cannot write" "unwritable --html: names the path"
 
 # ---- the HTML in headless Chromium ---------------------------------------------------------------------------------
+# Real series from an H200 (tests/fixtures/monitor/h200-2026-12-03: three torch jobs of scripts/gpu-monitor.sh):
+# each gives the finding its job was built to show, and no other.
+FX=$PLAUNCH_SRC/tests/fixtures/monitor
+for job in compute: input:input-bound leak:gpu-mem-growth; do
+    name=${job%%:*} want=${job#*:}
+    "$PLAUNCH" report "$FX/h200-2026-12-03/$name" --monitor-config "$FX/short.ini" --json "$T/h200-$name.json" >/dev/null 2>&1
+    got=$(python3 -c 'import json, sys; print(" ".join(f["kind"] for f in json.load(open(sys.argv[1]))["findings"]))' \
+        "$T/h200-$name.json" 2>&1)
+    is "$got" "$want" "H200 $name job: findings '${want:-none}'"
+done
+
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     "$PLAUNCH_SRC/scripts/deps.sh" --browser >/dev/null 2>&1 || true
 fi

@@ -160,7 +160,7 @@ static void test_csv_bad_columns_named(void **state)
     s_expect_bad_column(3, "3.5", "column 3 (rank)");
     s_expect_bad_column(3, "99999999999", "column 3 (rank)");
     s_expect_bad_column(2, "", "column 2 (node) is empty");
-    s_expect_bad_column(6, "GPU-0123456789abcdef0123456789abcdef", "column 6 (gpu)");
+    s_expect_bad_column(6, "GPU-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "column 6 (gpu)");
     s_expect_bad_column(6, "\033[31m", "column 6 (gpu)");
     s_expect_bad_column(29, "1.5", "column 29 (host_avail_frac)");
     s_expect_bad_column(19, "-5", "column 19 (throttle)");
@@ -262,7 +262,7 @@ static void test_thresholds_defaults_and_example_file(void **state)
     assert_true(d.warmup_s == 60 && d.min_steady_s == 30 && d.util_low == 70 && d.idle_frac == 0.15);
     assert_true(d.idle_util == 5 && d.straggler_frac == 0.25 && d.straggler_min_ranks == 3);
     assert_true(d.growth_mib_min == 10 && d.growth_min_s == 120 && d.growth_min_mib == 256 && d.growth_r2 == 0.8);
-    assert_true(d.throttle_frac == 0.1 && d.near_full_frac == 0.95 && d.host_near_full_frac == 0.95);
+    assert_true(d.throttle_frac == 0.1 && d.throttle_clock_frac == 0.95 && d.near_full_frac == 0.95 && d.host_near_full_frac == 0.95);
     const char *src = getenv("PLAUNCH_SRC");
     snprintf(path, sizeof path, "%s/conf/monitor.ini", src && src[0] ? src : ".");
     memset(&t, 0x5a, sizeof t);

@@ -218,6 +218,21 @@ static void test_throttling_shares(void **state)
     assert_true(s_sum[0].thr_hw_frac == 0);
 }
 
+/* An H200 under a long matmul (2026-12-03): the power cap reason in 58 % of the samples, the clock 1971 of 1980. */
+static void s_power_capped_at_work(struct mon_sample *s, int sec, int r)
+{
+    s->throttle = sec % 100 < 58 ? (int64_t)MON_THR_SW_POWER : 0;
+    s->sm_clock_mhz = sec % 100 < 58 ? 1964.5 : 1980, s->power_w = 697;
+}
+
+static void test_power_cap_at_full_clock_is_healthy(void **state)
+{
+    s_fill(0, "node-a", 600, s_power_capped_at_work);
+    mon_diag_rank(&s_ser[0], &s_th, &s_sum[0]);
+    assert_true(s_sum[0].thr_power_frac > 0.5); /* 290 of the 540 steady seconds */
+    s_expect_healthy(s_judge(1));
+}
+
 static void s_idle_reason_only(struct mon_sample *s, int sec, int r)
 {
     s->throttle = (int64_t)MON_THR_GPU_IDLE;
@@ -412,6 +427,7 @@ static void test_block_lists_findings_and_fits(void **state)
 static void s_long(struct mon_sample *s, int sec, int r)
 {
     s->throttle = sec % 100 < 34 ? (int64_t)MON_THR_SW_POWER : 0;
+    s->sm_clock_mhz = sec % 100 < 34 ? 1410 : 1980;
     s->rss_mib = 8000 + 20.0 * sec / 60;
 }
 
@@ -449,6 +465,7 @@ int main(void)
         cmocka_unit_test_setup(test_gpu_memory_growth, s_setup),
         cmocka_unit_test_setup(test_host_memory_growth, s_setup),
         cmocka_unit_test_setup(test_throttling_shares, s_setup),
+        cmocka_unit_test_setup(test_power_cap_at_full_clock_is_healthy, s_setup),
         cmocka_unit_test_setup(test_gpu_idle_reason_is_not_throttling, s_setup),
         cmocka_unit_test_setup(test_ecc_named_with_pci, s_setup),
         cmocka_unit_test_setup(test_xid_counted_even_without_steady_state, s_setup),

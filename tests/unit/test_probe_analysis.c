@@ -68,7 +68,7 @@ static void s_set_throughput(struct probe_meas *m, int n, double thr)
 
 static struct probe_result *s_result(struct probe_meas *m, int n, uint64_t bytes)
 {
-    return (struct probe_result *)probe_sweep_result(probe_meas_sweep(m, PROBE_GROUP_FIRST_N, n), bytes);
+    return (struct probe_result *)probe_sweep_result(probe_meas_sweep(m, PROBE_OP_ALLREDUCE, PROBE_GROUP_FIRST_N, n), bytes);
 }
 
 /* Writes text to a temporary .ini and loads it over the defaults; returns the load's result. */
@@ -314,7 +314,8 @@ static void test_verification_flag(void **state)
     s_result(m, 4, 64u << 20)->verified = 0;
     struct probe_analysis *a = s_analyse(m, NULL);
     assert_non_null(s_find(a, PROBE_SEV_FLAG, "verification", "wrong AllReduce result at N=4 (first-n): 1 of 11 "
-                                                              "sizes failed the check, the first at 64 MiB"));
+                                                              "sizes failed the check (out of place), the first at "
+                                                              "64 MiB"));
     probe_analysis_destroy(&a);
     probe_meas_destroy(&m);
 }
@@ -350,6 +351,10 @@ static void test_single_gpu_is_clean_with_notes(void **state)
         fail_msg("%s", err.msg);
     assert_true(fabs(m->sweeps[0].results[0].algbw - 104.8576) < 1e-9); /* bytes / time, GB/s */
     assert_true(m->sweeps[0].results[0].busbw == 0);                  /* 2(n-1)/n = 0 at n = 1 */
+    assert_int_equal(m->config.schema, 1); /* schema 1: AllReduce of float timed with CUDA events */
+    assert_int_equal(m->sweeps[0].op, PROBE_OP_ALLREDUCE);
+    assert_int_equal(m->config.timing, PROBE_TIMING_EVENTS);
+    assert_false(m->sweeps[0].results[0].has_ip);
     assert_true(fabs(m->steps[0].throughput - 1e6 / 6000) < 1e-9);
     struct probe_analysis *a = s_analyse(m, NULL);
     assert_int_equal(a->nflags, 0);
@@ -371,7 +376,8 @@ static void test_load_errors_name_the_field(void **state)
     assert_non_null(strstr(err.msg, "cannot open measurement file '/nonexistent/m.json'"));
     json_t *root = json_pack("{s:s}", "schema", "plaunch-probe/9");
     assert_null(probe_meas_from_json(root, "x.json", &err));
-    assert_non_null(strstr(err.msg, "x.json: field schema is \"plaunch-probe/9\""));
+    assert_non_null(strstr(err.msg, "x.json: field schema is \"plaunch-probe/9\"; this plaunch reads "
+                                    "\"plaunch-probe/2\" and \"plaunch-probe/1\""));
     json_object_set_new(root, "schema", json_string(PROBE_SCHEMA));
     assert_null(probe_meas_from_json(root, "x.json", &err));
     assert_string_equal(err.msg, "x.json: field source is missing; expected a string (schema: docs/probe.md)");
@@ -397,7 +403,7 @@ static void test_reports_carry_flags_and_charts(void **state)
     FILE *f = open_memstream(&buf, &len);
     probe_html_page(f, m, a);
     fclose(f);
-    assert_non_null(strstr(buf, "<svg id=\"chart-busbw\""));
+    assert_non_null(strstr(buf, "<svg id=\"chart-busbw-allreduce\""));
     assert_non_null(strstr(buf, "<svg id=\"chart-efficiency\""));
     assert_non_null(strstr(buf, "<li class=\"flag\" data-kind=\"p2p\">"));
     assert_non_null(strstr(buf, "class=\"ideal\""));

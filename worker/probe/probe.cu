@@ -1,4 +1,5 @@
-/* probe.cu: plaunch-probe-worker, one rank of `plaunch probe`: preflight, NCCL setup, the measurements in order. */
+/* probe.cu: plaunch-probe-worker, one rank of `plaunch probe`: options, preflight, NCCL setup, the measurements
+ * in order. */
 #include "probe_worker.h"
 #include "probe_size.h"
 
@@ -37,10 +38,12 @@ void pw_die_call(const char *file, int line, const char *call, const char *lib, 
 
 static const char S_USAGE[] =
     "usage: plaunch-probe-worker --out FILE [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
+    "                           [--op LIST] [-d TYPE] [--timing host|events]\n"
     "                           [--grad-bytes SIZE] [--step-gflop G] [--step-iters N]\n"
     "                           [--pairwise-bytes SIZE] [--no-pairwise]\n"
     "One rank of `plaunch probe`; RANK, WORLD_SIZE and LOCAL_RANK come from the environment (default: one rank).\n"
-    "Rank 0 writes the measurements (schema plaunch-probe/1, docs/probe.md) to --out.\n";
+    "--op: " PROBE_OPS_VALID "; -d: " PROBE_DTYPES_VALID ".\n"
+    "Rank 0 writes the measurements (schema plaunch-probe/2, docs/probe.md) to --out.\n";
 
 static long s_env_int(const char *name, long dflt, long min, long max)
 {
@@ -82,13 +85,17 @@ static void s_parse(int argc, char **argv, struct pw_opts *o)
         { "step-gflop", required_argument, NULL, 'S' }, { "step-iters", required_argument, NULL, 'I' },
         { "pairwise-bytes", required_argument, NULL, 'B' }, { "no-pairwise", no_argument, NULL, 'P' },
         { "out", required_argument, NULL, 'o' },        { "help", no_argument, NULL, 'h' },
+        { "op", required_argument, NULL, 'O' },         { "datatype", required_argument, NULL, 'd' },
+        { "timing", required_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     memset(o, 0, sizeof *o);
     o->min_bytes = 1 << 20, o->max_bytes = 1 << 30, o->factor = 2, o->iters = 20, o->warmup = 5;
     o->grad_bytes = 87000000, o->step_gflop = 350, o->step_iters = 20, o->pair_bytes = 64 << 20, o->pairwise = 1;
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:o:h", longopts, NULL)) != -1) {
+    o->ops[0] = PROBE_OP_ALLREDUCE, o->nops = 1, o->dtype = PROBE_DT_FLOAT, o->timing = PROBE_TIMING_HOST;
+    char bad[64];
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:o:d:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b': o->min_bytes = s_size_arg("-b", optarg); break;
         case 'e': o->max_bytes = s_size_arg("-e", optarg); break;
@@ -100,6 +107,19 @@ static void s_parse(int argc, char **argv, struct pw_opts *o)
         case 'B': o->pair_bytes = s_size_arg("--pairwise-bytes", optarg); break;
         case 'P': o->pairwise = 0; break;
         case 'o': o->out = optarg; break;
+        case 'O':
+            if ((o->nops = probe_ops_parse_list(optarg, o->ops, bad, sizeof bad)) < 0)
+                pw_die("--op '%s': '%s' is not a collective; give a comma-separated list of %s", optarg, bad,
+                       PROBE_OPS_VALID);
+            break;
+        case 'd':
+            if (probe_dtype_parse(optarg, &o->dtype) < 0)
+                pw_die("-d '%s' is not a data type; give one of %s", optarg, PROBE_DTYPES_VALID);
+            break;
+        case 'T':
+            if (probe_timing_parse(optarg, &o->timing) < 0)
+                pw_die("--timing '%s': give one of %s", optarg, PROBE_TIMINGS_VALID);
+            break;
         case 'S':
             o->step_gflop = strtod(optarg, NULL);
             if (!(o->step_gflop > 0))
@@ -112,7 +132,7 @@ static void s_parse(int argc, char **argv, struct pw_opts *o)
     if (optind < argc)
         pw_die("unexpected argument '%s'; see --help", argv[optind]);
     if (o->min_bytes < 4 || o->max_bytes < o->min_bytes)
-        pw_die("-b %llu -e %llu: need 4 <= -b <= -e (bytes of float32 data)", (unsigned long long)o->min_bytes,
+        pw_die("-b %llu -e %llu: need 4 <= -b <= -e (bytes of data)", (unsigned long long)o->min_bytes,
                (unsigned long long)o->max_bytes);
 }
 
@@ -195,7 +215,7 @@ static void s_gather(struct pw_ctx *c, const struct pw_gpu_rec *mine)
     CUDA_CHECK(cudaMalloc(&d, sz * (size_t)(c->world + 1)));
     CUDA_CHECK(cudaMemcpy((char *)d + sz * (size_t)c->world, mine, sz, cudaMemcpyHostToDevice));
     NCCL_CHECK(ncclAllGather((char *)d + sz * (size_t)c->world, d, sz, ncclChar, c->world_comm, c->stream));
-    CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    pw_wait_stream(c, c->world_comm, "the exchange of preflight records");
     CUDA_CHECK(cudaMemcpy(c->recs, d, sz * (size_t)c->world, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaFree(d));
     c->nnodes = 0;
@@ -217,6 +237,16 @@ static int s_nodes_of(const struct pw_ctx *c, const int *ranks, int n)
         nodes += !seen;
     }
     return nodes;
+}
+
+/* The communicator settings nccl-tests uses (it turns NVLink-centric scheduling on from NCCL 2.28). */
+static ncclConfig_t s_comm_config(void)
+{
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    cfg.nvlinkCentricSched = 1;
+#endif
+    return cfg;
 }
 
 /* N = 1, 2, 4, ... and the whole world as first-n groups; with several nodes, one GPU per node too. */
@@ -243,7 +273,7 @@ static void s_make_groups(struct pw_ctx *c)
     for (int i = 0; i < c->ngroups; i++) {
         struct pw_group *g = &c->groups[i];
         g->nodes = s_nodes_of(c, g->ranks, g->n);
-        g->step_us = g->compute_us = g->allreduce_us = -1;
+        g->step_us = g->compute_us = g->comm_us = -1;
         for (int k = 0; k < g->n; k++)
             g->member |= g->ranks[k] == c->rank;
         if (g->n == c->world && !g->one_per_node) {
@@ -251,7 +281,8 @@ static void s_make_groups(struct pw_ctx *c)
             continue;
         }
         /* collective over the world: every rank calls it, non-members with NCCL_SPLIT_NOCOLOR */
-        NCCL_CHECK(ncclCommSplit(c->world_comm, g->member ? 0 : NCCL_SPLIT_NOCOLOR, c->rank, &g->comm, NULL));
+        ncclConfig_t cfg = s_comm_config();
+        NCCL_CHECK(ncclCommSplit(c->world_comm, g->member ? 0 : NCCL_SPLIT_NOCOLOR, c->rank, &g->comm, &cfg));
         g->owns_comm = g->member;
     }
 }
@@ -277,17 +308,19 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&c->ev0));
     CUDA_CHECK(cudaEventCreate(&c->ev1));
-    NCCL_CHECK(ncclCommInitRank(&c->world_comm, c->world, id, c->rank));
+    ncclConfig_t cfg = s_comm_config();
+    NCCL_CHECK(ncclCommInitRankConfig(&c->world_comm, c->world, id, c->rank, &cfg));
     s_gather(c, &mine);
-    CUDA_CHECK(cudaMalloc(&c->dsend, c->o.max_bytes));
-    CUDA_CHECK(cudaMalloc(&c->drecv, c->o.max_bytes));
+    NCCL_CHECK(ncclMemAlloc(&c->dsend, c->o.max_bytes));
+    NCCL_CHECK(ncclMemAlloc(&c->drecv, c->o.max_bytes));
     CUDA_CHECK(cudaMalloc((void **)&c->dscratch, ((size_t)c->world * c->world + 16) * sizeof(double)));
     s_make_groups(c);
-    for (int i = 0; i < c->ngroups; i++) {
-        pw_barrier(c);
-        if (c->groups[i].member)
-            pw_sweep(c, &c->groups[i]);
-    }
+    for (int k = 0; k < c->o.nops; k++) /* op by op, as one *_perf binary after the other */
+        for (int i = 0; i < c->ngroups; i++) {
+            pw_barrier(c);
+            if (c->groups[i].member)
+                pw_sweep(c, &c->groups[i], c->o.ops[k]);
+        }
     pw_barrier(c);
     pw_pairwise(c);
     for (int i = 0; i < c->ngroups; i++) {
@@ -302,8 +335,8 @@ int main(int argc, char **argv)
         if (c->groups[i].owns_comm)
             NCCL_CHECK(ncclCommDestroy(c->groups[i].comm));
     NCCL_CHECK(ncclCommDestroy(c->world_comm));
-    CUDA_CHECK(cudaFree(c->dsend));
-    CUDA_CHECK(cudaFree(c->drecv));
+    NCCL_CHECK(ncclMemFree(c->dsend));
+    NCCL_CHECK(ncclMemFree(c->drecv));
     CUDA_CHECK(cudaFree(c->dscratch));
     free(c->recs);
     free(c->groups);

@@ -1,4 +1,4 @@
-/* probe_out.cu: rank 0 writes the measurement document (schema plaunch-probe/1, described in docs/probe.md). */
+/* probe_out.cu: rank 0 writes the measurement document (schema plaunch-probe/2, described in docs/probe.md). */
 #include "probe_worker.h"
 
 #include <errno.h>
@@ -104,28 +104,43 @@ static void s_preflight(FILE *f, const struct pw_ctx *c, int *tmp)
     fputs("\n  ]\n },\n", f);
 }
 
+/* One placement's figures: time, nccl-tests' algbw and busbw, wrong elements, verified. */
+static void s_placement(FILE *f, const struct pw_result *r, int ip, double factor)
+{
+    double algbw = (double)r->bytes / r->time_us[ip] / 1e3;
+    fputs("\"time_us\": ", f);
+    s_num(f, r->time_us[ip]);
+    fputs(", \"algbw_gbps\": ", f);
+    s_num(f, algbw);
+    fputs(", \"busbw_gbps\": ", f);
+    s_num(f, algbw * factor);
+    fprintf(f, ", \"wrong\": %.0f, \"verified\": %s", r->wrong[ip], r->wrong[ip] == 0 ? "true" : "false");
+}
+
 static void s_sweeps(FILE *f, const struct pw_ctx *c)
 {
+    int first = 1;
     fputs(" \"sweeps\": [", f);
-    for (int i = 0; i < c->ngroups; i++) {
-        const struct pw_group *g = &c->groups[i];
-        fprintf(f, "%s\n  {\"n\": %d, \"group\": \"%s\", \"nodes\": %d, \"ranks\": ", i ? "," : "", g->n,
-                g->one_per_node ? "one-per-node" : "first-n", g->nodes);
-        s_ranks(f, g->ranks, g->n);
-        fputs(", \"results\": [", f);
-        for (int k = 0; k < g->nres; k++) {
-            const struct pw_result *r = &g->res[k];
-            double algbw = (double)r->bytes / r->time_us / 1e3;
-            fprintf(f, "%s\n   {\"bytes\": %llu, \"time_us\": ", k ? "," : "", (unsigned long long)r->bytes);
-            s_num(f, r->time_us);
-            fputs(", \"algbw_gbps\": ", f);
-            s_num(f, algbw);
-            fputs(", \"busbw_gbps\": ", f);
-            s_num(f, algbw * 2.0 * (g->n - 1) / g->n);
-            fprintf(f, ", \"verified\": %s}", r->verified ? "true" : "false");
+    for (int o = 0; o < c->o.nops; o++)
+        for (int i = 0; i < c->ngroups; i++) {
+            enum probe_op op = c->o.ops[o];
+            const struct pw_group *g = &c->groups[i];
+            fprintf(f, "%s\n  {\"op\": \"%s\", \"n\": %d, \"group\": \"%s\", \"nodes\": %d, \"ranks\": ",
+                    first ? "" : ",", probe_op_name(op), g->n, g->one_per_node ? "one-per-node" : "first-n", g->nodes);
+            first = 0;
+            s_ranks(f, g->ranks, g->n);
+            fputs(", \"results\": [", f);
+            for (int k = 0; k < g->nres[op]; k++) {
+                const struct pw_result *r = &g->res[op][k];
+                fprintf(f, "%s\n   {\"bytes\": %llu, \"nominal_bytes\": %llu, \"count\": %zu, ", k ? "," : "",
+                        (unsigned long long)r->bytes, (unsigned long long)r->nominal, r->count);
+                s_placement(f, r, 0, probe_op_bus_factor(op, g->n));
+                fputs(", \"in_place\": {", f);
+                s_placement(f, r, 1, probe_op_bus_factor(op, g->n));
+                fputs("}}", f);
+            }
+            fputs("]}", f);
         }
-        fputs("]}", f);
-    }
     fputs("\n ],\n", f);
 }
 
@@ -165,8 +180,8 @@ static void s_steps(FILE *f, const struct pw_ctx *c)
         s_num(f, g->step_us);
         fputs(", \"compute_time_us\": ", f);
         s_num(f, g->compute_us);
-        fputs(", \"allreduce_time_us\": ", f);
-        s_num(f, g->allreduce_us);
+        fputs(", \"comm_time_us\": ", f);
+        s_num(f, g->comm_us);
         fputs(", \"throughput\": ", f);
         s_num(f, g->n * 1e6 / g->step_us);
         fputc('}', f);
@@ -186,7 +201,7 @@ void pw_write_json(const struct pw_ctx *c)
     FILE *f = fopen(tmp_path, "w");
     if (f == NULL || tmp == NULL)
         pw_die("cannot write %s: %s; give --out a path in a writable directory", tmp_path, strerror(errno));
-    fprintf(f, "{\n \"schema\": \"plaunch-probe/1\",\n \"source\": ");
+    fprintf(f, "{\n \"schema\": \"plaunch-probe/2\",\n \"source\": ");
     char source[512];
     snprintf(source, sizeof source, "measured by plaunch-probe-worker %s (%d rank%s on %d host%s)", PLAUNCH_VERSION,
              c->world, c->world == 1 ? "" : "s", c->nnodes, c->nnodes == 1 ? "" : "s");
@@ -200,11 +215,17 @@ void pw_write_json(const struct pw_ctx *c)
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
     fprintf(f, "],\n \"config\": {\"min_bytes\": %llu, \"max_bytes\": %llu, \"step_factor\": %d, "
                "\"warmup_iters\": %d, \"iters\": %d, \"grad_bytes\": %llu, \"step_gflop\": %g, \"step_iters\": %d, "
-               "\"pairwise_bytes\": %llu, \"dtype\": \"float32\", \"op\": \"sum\", \"world_size\": %d, "
-               "\"nnodes\": %d, \"nccl_nvls_enable\": \"%s\"},\n", (unsigned long long)c->o.min_bytes,
+               "\"pairwise_bytes\": %llu, \"ops\": [", (unsigned long long)c->o.min_bytes,
             (unsigned long long)c->o.max_bytes, c->o.factor, c->o.warmup, c->o.iters,
             (unsigned long long)c->o.grad_bytes, c->o.step_gflop, c->o.step_iters,
-            (unsigned long long)c->o.pair_bytes, c->world, c->nnodes, nvls ? nvls : "");
+            (unsigned long long)c->o.pair_bytes);
+    for (int i = 0; i < c->o.nops; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", probe_op_name(c->o.ops[i]));
+    fprintf(f, "], \"dtype\": \"%s\", \"redop\": \"sum\", \"root\": 0, \"timing\": \"%s\", \"timing_label\": ",
+            probe_dtype_name(c->o.dtype), probe_timing_name(c->o.timing));
+    s_str(f, probe_timing_label(c->o.timing));
+    fprintf(f, ", \"world_size\": %d, \"nnodes\": %d, \"nccl_nvls_enable\": \"%s\"},\n", c->world, c->nnodes,
+            nvls ? nvls : "");
     s_preflight(f, c, tmp);
     s_sweeps(f, c);
     s_pairwise(f, c, tmp);

@@ -1,0 +1,22 @@
+/* agent_hang: this node's share of the hang watch: every worker's progress (its output, the step number in its
+ * PLAUNCH_PROGRESS_FILE) reported to the coordinator each tick (REPORT "progress"). Calls up only through send. */
+#ifndef PLAUNCH_AGENT_HANG_H
+#define PLAUNCH_AGENT_HANG_H
+
+#include <stddef.h>
+
+#include "job.h"
+#include "loop.h"
+
+typedef struct agent_hang agent_hang_t;
+/* Sends a REPORT of kind with json (len bytes) to the coordinator. */
+typedef void (*agent_hang_send_fn)(void *arg, const char *kind, const char *json, size_t len);
+
+/* NULL with --hang-timeout 0 (and no message), or NULL + message. */
+agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
+                             size_t errlen);
+/* Before a generation's workers start: their progress files are emptied, their steps forgotten. */
+void agent_hang_generation(agent_hang_t *h);
+void agent_hang_destroy(agent_hang_t **h);
+
+#endif

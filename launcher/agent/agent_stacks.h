@@ -1,0 +1,23 @@
+/* agent_stacks: for a hung job, where each of this node's ranks is: on the coordinator's "stacks-request", every
+ * running worker's native stacks (plaunch __stacks, one process per worker with a deadline), then the CPython
+ * processes of each worker ended with SIGABRT so that faulthandler prints every thread's traceback into the rank's
+ * log, which is read back; one REPORT "stacks" per rank, then "stacks-done". Calls up only through send. */
+#ifndef PLAUNCH_AGENT_STACKS_H
+#define PLAUNCH_AGENT_STACKS_H
+
+#include <stddef.h>
+
+#include "agent_hang.h"
+#include "job.h"
+#include "loop.h"
+
+typedef struct agent_stacks agent_stacks_t;
+
+/* NULL with --hang-timeout 0 (and no message), or NULL + message. */
+agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
+                                 size_t errlen);
+/* The coordinator's "stacks-request" (json, len: {"gen":G,"deadline_ms":D}); ignored while one is under way. */
+void agent_stacks_request(agent_stacks_t *s, const char *json, size_t len);
+void agent_stacks_destroy(agent_stacks_t **s);
+
+#endif

@@ -1,0 +1,409 @@
+/* coord_hang: the hang watch of the whole job: every node's progress reports (output and step numbers per rank),
+ * the verdict "hung" (no rank progressed for --hang-timeout, or one rank's step stood still that long while others
+ * went on), every rank's stacks gathered from every node with a deadline, hang.GENERATION.txt, the root cause and
+ * --on-hang; and the step-rate stragglers, named live and in the Health block. */
+#include "coord_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coord_hang_text.h"
+#include "log.h"
+#include "ownfile.h"
+
+/* The stacks of one rank as its agent sent them (REPORT "stacks"); the agents' collection deadline, and ours. */
+#define HANG_STACKS_MAX (64u << 10)
+#define HANG_STACKS_ALL (64u << 20)   /* all ranks together: beyond this a rank's stacks are counted, not kept */
+#define HANG_COLLECT_MS 6000
+#define HANG_SLACK_MS 2000
+#define HANG_RING 64                  /* step samples kept per rank for its rate */
+
+enum hang_state { HS_WATCH, HS_COLLECT, HS_OVER };
+
+struct hang_rank {
+    int seen;                         /* a progress report named it in this generation */
+    long long step;                   /* -1: none reported */
+    uint64_t prog_ns, step_ns;        /* last output or step change; last step change (coordinator's clock) */
+    uint64_t rt[HANG_RING];           /* (time, step) at each report, for the step rate */
+    long long rs[HANG_RING];
+    int rhead, rn;
+    int slow;                         /* named as a straggler (until its rate recovers) */
+    char node[WIRE_MAX_HOST + 1];
+};
+
+struct coord_hang {
+    enum hang_state st;
+    uint32_t gen;
+    uint64_t gen_ns;                  /* the generation began running (the first report after its ASSIGN) */
+    int timer, collect_timer;
+    int64_t tick_ms;
+    struct hang_rank *r;
+    int nr;
+    char why[512];
+    int odd;                          /* the rank the verdict names, -1 none */
+    int waiting;                      /* members that have not said "stacks-done" */
+    char **stacks;                    /* by rank, the JSON its agent sent */
+    size_t stacks_bytes;
+    int stacks_dropped;
+    int bad;                          /* reports refused: the first few are logged, not one line per frame */
+};
+
+static void s_reset(coord_server_t *cs, struct coord_hang *h)
+{
+    for (int i = 0; h->stacks && i < h->nr; i++)
+        free(h->stacks[i]);
+    free(h->stacks);
+    h->stacks = NULL;
+    h->stacks_bytes = 0;
+    h->stacks_dropped = 0;
+    free(h->r);
+    h->nr = cs->world > 0 ? cs->world : 0;
+    h->r = h->nr ? calloc((size_t)h->nr, sizeof *h->r) : NULL;
+    if (!h->r)
+        h->nr = 0;
+    uint64_t now = loop_now_ns();
+    for (int i = 0; i < h->nr; i++)
+        h->r[i].step = -1, h->r[i].prog_ns = h->r[i].step_ns = now;
+    h->gen = cs->generation;
+    h->gen_ns = now;
+    h->st = HS_WATCH;
+    h->odd = -1;
+    cs->hang_busy = 0;
+}
+
+/* ---- step rates: stragglers -------------------------------------------------------------------------- */
+
+/* Steps per second over the last window, -1 without a window's worth of samples. */
+static double s_rate(const struct hang_rank *r, uint64_t now, double window_s)
+{
+    if (r->rn < 2)
+        return -1;
+    int newest = (r->rhead + HANG_RING - 1) % HANG_RING;
+    for (int k = r->rn - 1; k >= 1; k--) {
+        int i = (r->rhead + HANG_RING - 1 - k) % HANG_RING;
+        double dt = (double)(r->rt[newest] - r->rt[i]) / 1e9;
+        if (dt >= window_s && now - r->rt[newest] < (uint64_t)(window_s * 1e9))
+            return (double)(r->rs[newest] - r->rs[i]) / dt;
+    }
+    return -1;
+}
+
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void s_stragglers(coord_server_t *cs, struct coord_hang *h, uint64_t now)
+{
+    const struct mon_thresh *th = &cs->job->mon_thresh;
+    double *rates = malloc((size_t)(h->nr ? h->nr : 1) * sizeof *rates), *sorted;
+    int n = 0;
+    for (int i = 0; rates && i < h->nr; i++)
+        if ((rates[i] = s_rate(&h->r[i], now, th->step_window_s)) >= 0)
+            n++;
+    if (!rates || n < 3 || !(sorted = malloc((size_t)n * sizeof *sorted))) {
+        free(rates);
+        return;
+    }
+    for (int i = 0, k = 0; i < h->nr; i++)
+        if (rates[i] >= 0)
+            sorted[k++] = rates[i];
+    qsort(sorted, (size_t)n, sizeof *sorted, s_cmp_double);
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    for (int i = 0; median > 0 && i < h->nr; i++) {
+        struct hang_rank *r = &h->r[i];
+        if (rates[i] < 0)
+            continue;
+        int slow = rates[i] < th->step_rate_frac * median;
+        if (slow && !r->slow) {
+            char line[400];
+            snprintf(line, sizeof line, "  step-straggler   rank %d (on %s): %.3g steps/s over the last %.0f s, %.0f %% "
+                     "of the median %.3g of %d ranks: the others wait for it; look at its input, its GPU's clocks "
+                     "and its node's load\n", i, r->node, rates[i], th->step_window_s, 100 * rates[i] / median,
+                     median, n);
+            log_warn("straggler: %s", line + 19);
+            size_t len = strlen(cs->steplag);
+            if (len + strlen(line) < sizeof cs->steplag)
+                memcpy(cs->steplag + len, line, strlen(line) + 1);
+        }
+        r->slow = slow;
+    }
+    free(sorted);
+    free(rates);
+}
+
+/* ---- progress reports -------------------------------------------------------------------------------- */
+
+int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep)
+{
+    struct coord_hang *h = cs->hang;
+    struct peer *p = &cs->peers[peer];
+    if (!h || cs->state != CS_RUNNING)
+        return 0;
+    if (h->gen != cs->generation || !h->r)
+        s_reset(cs, h);
+    json_error_t jerr;
+    json_t *doc = json_loadb((const char *)rep->json.data, rep->json.len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *ranks = json_object_get(doc, "ranks");
+    json_t *gen = json_object_get(doc, "gen");
+    uint64_t now = loop_now_ns();
+    int bad = !json_is_array(ranks) || json_array_size(ranks) > WIRE_MAX_LOCAL || !json_is_integer(gen);
+    if (!bad && json_integer_value(gen) != (json_int_t)cs->generation) {
+        json_decref(doc);
+        return 0; /* a report of the generation before: nothing to learn */
+    }
+    for (size_t i = 0; !bad && i < json_array_size(ranks); i++) {
+        json_t *e = json_array_get(ranks, i);
+        json_int_t v[4];
+        for (int k = 0; k < 4 && !bad; k++) {
+            json_t *x = json_array_get(e, (size_t)k);
+            bad = !json_is_integer(x);
+            v[k] = bad ? 0 : json_integer_value(x);
+        }
+        if (bad || json_array_size(e) != 4 || v[0] < 0 || v[0] >= h->nr || v[1] < -1 || v[2] < 0 || v[3] < -1 ||
+            v[2] > 86400000ll * 365 || v[3] > 86400000ll * 365) {
+            bad = 1;
+            break;
+        }
+        struct hang_rank *r = &h->r[v[0]];
+        uint64_t out_ns = now - (uint64_t)v[2] * 1000000ull;
+        r->seen = 1;
+        snprintf(r->node, sizeof r->node, "%s", p->host);
+        if (v[1] >= 0) {
+            if (v[1] != r->step)
+                r->step_ns = v[3] >= 0 ? now - (uint64_t)v[3] * 1000000ull : now;
+            r->step = v[1];
+            r->rt[r->rhead] = now, r->rs[r->rhead] = v[1];
+            r->rhead = (r->rhead + 1) % HANG_RING;
+            r->rn += r->rn < HANG_RING;
+        }
+        uint64_t prog = r->step >= 0 && r->step_ns > out_ns ? r->step_ns : out_ns;
+        if (prog > r->prog_ns)
+            r->prog_ns = prog;
+    }
+    json_decref(doc);
+    if (bad) {
+        if (++h->bad <= 3)
+            log_warn("node %d (%s): progress report dropped: not a list of [rank, step, output age ms, step age ms] "
+                     "of this job's ranks", p->node_rank, p->host);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the verdict ------------------------------------------------------------------------------------- */
+
+static void s_request_stacks(coord_server_t *cs, struct coord_hang *h)
+{
+    char json[96];
+    wire_msg_t m;
+    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    snprintf(json, sizeof json, "{\"gen\":%u,\"deadline_ms\":%d}", cs->generation, HANG_COLLECT_MS);
+    r.kind = "stacks-request";
+    r.json.data = (uint8_t *)json;
+    r.json.len = strlen(json);
+    wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+    h->waiting = 0;
+    for (int i = 0; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && coord_transport_send(cs, i, &m) == 0)
+            h->waiting++;
+}
+
+static int s_on_collect_deadline(loop_t *loop, int id, void *arg);
+
+/* No rank progressed for the timeout, or one rank's step stood still while others went on: -1 when neither. */
+static int s_verdict(coord_server_t *cs, struct coord_hang *h, uint64_t now, char *why, size_t cap)
+{
+    uint64_t t_ns = (uint64_t)(cs->job->opt.hang_timeout * 1e9), newest = 0;
+    if (now - h->gen_ns < t_ns || h->nr == 0)
+        return -1;
+    for (int i = 0; i < h->nr; i++)
+        newest = h->r[i].prog_ns > newest ? h->r[i].prog_ns : newest;
+    if (now - newest >= t_ns) {
+        snprintf(why, cap, "no rank progressed (wrote output or reported a step) for %.0f s (--hang-timeout %g)",
+                 (double)(now - newest) / 1e9, cs->job->opt.hang_timeout);
+        return h->nr; /* no rank named yet: the stacks say which */
+    }
+    for (int i = 0; i < h->nr; i++) {
+        const struct hang_rank *r = &h->r[i];
+        if (r->step < 0 || now - r->step_ns < t_ns)
+            continue;
+        for (int k = 0; k < h->nr; k++) {
+            const struct hang_rank *q = &h->r[k];
+            /* q went past r and kept going for at least half the timeout after r stopped: ranks that stop
+             * together (all waiting for one) with different counts are not behind each other */
+            if (k != i && q->step > r->step && now - q->step_ns < t_ns && q->step_ns > r->step_ns + t_ns / 2) {
+                snprintf(why, cap, "rank %d's step stood at %lld for %.0f s (--hang-timeout %g) while rank %d went on "
+                         "to step %lld", i, r->step, (double)(now - r->step_ns) / 1e9, cs->job->opt.hang_timeout, k,
+                         q->step);
+                return i;
+            }
+        }
+    }
+    return -1;
+}
+
+static int s_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    struct coord_hang *h = cs->hang;
+    h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, cs);
+    if (cs->state != CS_RUNNING)
+        return 0;
+    if (h->gen != cs->generation || !h->r)
+        s_reset(cs, h);
+    uint64_t now = loop_now_ns();
+    s_stragglers(cs, h, now);
+    if (h->st != HS_WATCH)
+        return 0;
+    int odd = s_verdict(cs, h, now, h->why, sizeof h->why);
+    if (odd < 0)
+        return 0;
+    h->odd = odd < h->nr ? odd : -1;
+    h->st = HS_COLLECT;
+    cs->hang_busy = 1; /* the ranks ended for their tracebacks are no failure of their own */
+    log_error("the job is hung: %s; taking every rank's stacks", h->why);
+    free(h->stacks);
+    h->stacks = calloc((size_t)h->nr, sizeof *h->stacks);
+    s_request_stacks(cs, h);
+    h->collect_timer = loop_timer_after_ms(loop, HANG_COLLECT_MS + HANG_SLACK_MS, s_on_collect_deadline, cs);
+    return 0;
+}
+
+/* ---- stacks and the end of it ------------------------------------------------------------------------ */
+
+static void s_write_file(coord_server_t *cs, const char *text, char *path, size_t cap)
+{
+    char name[64], err[512];
+    snprintf(name, sizeof name, "hang.%u.txt", cs->generation);
+    snprintf(path, cap, "%s/%s", cs->job->log_dir, name);
+    int dirfd = ownfile_open_dir(cs->job->log_dir, "log directory", "choose another --log-dir", err, sizeof err);
+    int fd = dirfd >= 0 ? ownfile_open(dirfd, cs->job->log_dir, name, OWNFILE_TRUNC, "choose another --log-dir",
+                                       err, sizeof err) : -1;
+    size_t len = strlen(text);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+        log_warn("cannot write %s: %s; the stacks are in plaunch.log only", path, fd < 0 ? err : strerror(errno));
+        log_block(text, 0);
+        snprintf(path, cap, "plaunch.log (hang.%u.txt could not be written)", cs->generation);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (dirfd >= 0)
+        close(dirfd);
+}
+
+static void s_conclude(coord_server_t *cs, struct coord_hang *h)
+{
+    static char text[1 << 20];
+    char summary[2048], path[4200], why[700];
+    if (h->collect_timer > 0)
+        loop_timer_cancel(cs->loop, h->collect_timer);
+    h->collect_timer = 0;
+    h->st = HS_OVER;
+    int odd = coord_hang_text(cs->job_id, cs->generation, h->why, (const char *const *)h->stacks, h->nr, h->odd,
+                              h->stacks_dropped, summary, sizeof summary, text, sizeof text);
+    s_write_file(cs, text, path, sizeof path);
+    const char *act = cs->job->opt.on_hang;
+    int restart = strcmp(act, "restart") == 0 && cs->restarts_left > 0;
+    snprintf(cs->failure, sizeof cs->failure,
+             "plaunch: ===== job %s hung: root cause =====\n  %s, generation %u\n%s  stacks        : %s\n",
+             cs->job_id, h->why, cs->generation, summary, path);
+    cs->hang_busy = 0;
+    if (restart) {
+        log_block(cs->failure, !cs->job->opt.quiet);
+        cs->failure[0] = '\0';
+        cs->restarts_left--;
+        if (odd >= 0)
+            snprintf(why, sizeof why, "rank %d hung: restart %d of %d", odd,
+                     cs->job->opt.max_restarts - cs->restarts_left, cs->job->opt.max_restarts);
+        else
+            snprintf(why, sizeof why, "the job hung: restart %d of %d", cs->job->opt.max_restarts - cs->restarts_left,
+                     cs->job->opt.max_restarts);
+        coord_end_restart(cs, why);
+        return;
+    }
+    if (strcmp(act, "restart") == 0 && cs->job->opt.max_restarts > 0)
+        log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
+                  cs->job->opt.max_restarts == 1 ? "" : "s");
+    cs->job_status = 124;
+    cs->status_set = 1;
+    coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "the job hung: it ends (exit status 124)");
+}
+
+static int s_on_collect_deadline(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    struct coord_hang *h = cs->hang;
+    if (id != h->collect_timer || h->st != HS_COLLECT)
+        return 0;
+    h->collect_timer = 0;
+    log_warn("stacks: %d node%s did not answer within %.0f s; the report covers the others", h->waiting,
+             h->waiting == 1 ? "" : "s", (double)(HANG_COLLECT_MS + HANG_SLACK_MS) / 1000);
+    s_conclude(cs, h);
+    return 0;
+}
+
+int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *rep)
+{
+    struct coord_hang *h = cs->hang;
+    struct peer *p = &cs->peers[peer];
+    if (!h || h->st != HS_COLLECT)
+        return 0; /* late, or unasked: dropped without a word (a hostile peer gets no log line per frame) */
+    if (strcmp(rep->kind, "stacks-done") == 0) {
+        if (--h->waiting <= 0)
+            s_conclude(cs, h);
+        return 0;
+    }
+    int rank = coord_hang_text_rank((const char *)rep->json.data, rep->json.len);
+    if (rank < 0 || rank >= h->nr || rep->json.len > HANG_STACKS_MAX) {
+        if (++h->bad <= 3)
+            log_warn("node %d (%s): stacks report dropped: not one rank's stacks of this job (at most %u KiB)",
+                     p->node_rank, p->host, HANG_STACKS_MAX >> 10);
+        return -1;
+    }
+    if (!h->stacks || h->stacks[rank] || h->stacks_bytes + rep->json.len > HANG_STACKS_ALL) {
+        h->stacks_dropped++;
+        return 0;
+    }
+    h->stacks[rank] = strndup((const char *)rep->json.data, rep->json.len);
+    h->stacks_bytes += h->stacks[rank] ? rep->json.len : 0;
+    return 0;
+}
+
+int coord_hang_start(coord_server_t *cs)
+{
+    if (cs->job->opt.hang_timeout <= 0)
+        return 0; /* no progress reports come: no hang watch, no step-rate stragglers */
+    struct coord_hang *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    h->tick_ms = opts_hang_tick_ms(&cs->job->opt);
+    h->gen = UINT32_MAX;
+    h->odd = -1;
+    h->timer = loop_timer_after_ms(cs->loop, h->tick_ms, s_tick, cs);
+    cs->hang = h;
+    return 0;
+}
+
+void coord_hang_destroy(coord_server_t *cs)
+{
+    struct coord_hang *h = cs->hang;
+    if (!h)
+        return;
+    if (h->timer > 0)
+        loop_timer_cancel(cs->loop, h->timer);
+    if (h->collect_timer > 0)
+        loop_timer_cancel(cs->loop, h->collect_timer);
+    for (int i = 0; h->stacks && i < h->nr; i++)
+        free(h->stacks[i]);
+    free(h->stacks);
+    free(h->r);
+    free(h);
+    cs->hang = NULL;
+}
