@@ -10,7 +10,8 @@
 int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *frame,
                      size_t len)
 {
-    if (len > CS_ADMIT_FRAME || cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW))
+    if (len > CS_ADMIT_FRAME || cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW) ||
+        conn_guard_tag(cs->guard, fd) == CS_TAG_ADMIT) /* one waiting frame per connection */
         return -1;
     struct admit *a = malloc(sizeof *a + rid_len + len);
     if (!a)
@@ -24,6 +25,7 @@ int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_
         cs->admit_head = a;
     cs->admit_tail = a;
     cs->nadmit++;
+    conn_guard_set_tag(cs->guard, fd, CS_TAG_ADMIT);
     return 0;
 }
 
@@ -43,8 +45,11 @@ struct admit *coord_admit_pop(coord_server_t *cs)
 int coord_admit_current(coord_server_t *cs, const struct admit *a)
 {
     const char *addr;
-    return conn_guard_serial(cs->guard, a->fd) == a->serial &&
-           conn_guard_lookup(cs->guard, a->fd, 0, &addr) == CONN_NEW;
+    if (conn_guard_serial(cs->guard, a->fd) != a->serial || conn_guard_lookup(cs->guard, a->fd, 0, &addr) != CONN_NEW)
+        return 0;
+    if (conn_guard_tag(cs->guard, a->fd) == CS_TAG_ADMIT)
+        conn_guard_set_tag(cs->guard, a->fd, -1); /* its frame leaves the queue: the connection may wait again */
+    return 1;
 }
 
 void coord_admit_free(coord_server_t *cs)

@@ -130,6 +130,8 @@ struct coord_server {
     /* coord_health.c: every rank's health summary as its node last sent it (REPORT "health"), by global rank */
     struct mon_rank_summary *health;
     int nhealth, health_cap;
+    int *health_at, health_nat; /* by rank: its place in health + 1, 0 none */
+    int health_bad;             /* reports refused (the first few are logged) */
     /* coord_hang.c: the hang watch; hang_busy while the stacks of a hung job are taken (the ranks ended for their
      * tracebacks are no failure: coord_end.c reads it); steplag: the step-rate stragglers for the Health block */
     struct coord_hang *hang;
@@ -193,6 +195,7 @@ void coord_peers_detach(coord_server_t *cs, int peer);
 void coord_peers_move(coord_server_t *cs, int from, int to);
 /* coord_admit.c: ClientHellos waiting for a handshake slot (below coord_transport.c; calls conn_guard only) */
 #define CS_ADMIT_FRAME 2048 /* a plaunch ClientHello is ~300 bytes; a bigger first frame is not kept */
+#define CS_TAG_ADMIT (-2)   /* conn_guard tag of a connection whose ClientHello waits (no session yet) */
 struct admit {
     struct admit *next;
     int fd;
@@ -206,7 +209,8 @@ int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_
                      size_t len);
 /* The oldest waiting ClientHello (caller frees), or NULL. */
 struct admit *coord_admit_pop(coord_server_t *cs);
-/* 1 when a's connection is still the one that sent it, unauthenticated and without a handshake under way. */
+/* 1 when a's connection is still the one that sent it, unauthenticated and without a handshake under way (it
+ * may then queue another frame). */
 int coord_admit_current(coord_server_t *cs, const struct admit *a);
 void coord_admit_free(coord_server_t *cs);
 /* coord_mail.c: the in-process agent's mail (below coord_transport.c) */

@@ -461,6 +461,7 @@ void coord_transport_destroy(coord_server_t **pcs)
     free(cs->peers);
     free(cs->frame);
     free(cs->health);
+    free(cs->health_at);
     free(cs);
     *pcs = NULL;
 }
