@@ -226,7 +226,13 @@ static int s_report(const struct sim_opts *o, struct sim_result *all, const stru
            m->rss_kib >= 0 ? (double)m->rss_kib / 1024 : -1.0, m->form_cpu, sim_cpu, sessions);
     if (o->silent)
         printf(" lost_detect_s=%.3f", lost_last > m->steady_ns ? (double)(lost_last - m->steady_ns) / 1e9 : -1.0);
-    printf("\n");
+    printf(" world=%d\n", n ? all[0].world : -1);
+    for (int j = 0; j < o->nkeys; j++) { /* the ids every agent holds, for a comparison with the real nodes' */
+        printf("agentsim id %s ", o->keys[j]);
+        for (int b = 0; b < WIRE_NCCL_ID_BYTES; b++)
+            printf("%02x", t->have_ref[j] ? t->ref[j][b] : 0);
+        printf("\n");
+    }
     int rc = 0;
 #define SIM_CHECK(cond, ...) do { int ok_ = (cond); printf("check %s: ", ok_ ? "ok" : "FAILED"); printf(__VA_ARGS__); \
         printf("\n"); rc |= !ok_; } while (0)
