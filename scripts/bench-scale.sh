@@ -74,6 +74,10 @@ for n in "${sizes[@]}"; do
     echo "# N=$n barrier_s=$(val barrier_s) coord_form_cpu_s=$(val coord_form_cpu_s) sim_cpu_s=$(val sim_cpu_s)" \
         "sim_procs=$(val procs) sessions=$(val sessions) checks: $([ "$failed" = 0 ] && echo "all passed" ||
             echo "$failed FAILED: $(grep '^check FAILED' "$d/sim.out" | head -2 | tr '\n' ';')")"
+    if [ "$failed" != 0 ]; then # why: the simulator's first complaints, the coordinator's first errors
+        { grep -m 5 '^pl_agentsim' "$d/sim.out" || true
+          grep -h -m 5 ' error \| warn  closed' "$d"/log/plaunch*.log 2>/dev/null || true; } | cut -c1-200 | sed 's/^/#   /'
+    fi
     if [ ${#prev[@]} -gt 0 ]; then
         results+=("ratio N=$n/N=${prev[0]}: formed $(bench_div "${cur[1]}" "${prev[1]}")x ids $(bench_div "${cur[2]}" \
             "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" "${prev[4]}")x")

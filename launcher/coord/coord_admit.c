@@ -1,17 +1,47 @@
 /* coord_admit: ClientHellos that wait for a TLS handshake slot (conn_guard's max_pending). A burst of thousands of
  * nodes is taken in turn instead of being closed and coming back after a back-off (4,096 nodes starting together
  * opened 44,951 sessions and formed in 17.8 s; docs/design.md). Bounded: at most one waiting frame per
- * unauthenticated connection, each of at most CS_ADMIT_FRAME bytes, and each connection's deadline still runs. */
+ * unauthenticated connection (its conn_guard tag says it waits), each of at most CS_ADMIT_FRAME bytes, and each
+ * connection's deadline still runs. */
 #include "coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Drops the frames of connections that are over (or went on without them). A connection waits with one frame at
+ * most, so once there are as many frames as unauthenticated connections some of them are stale: this runs only
+ * then, and frees at least one. */
+static void s_compact(coord_server_t *cs)
+{
+    struct admit *keep = NULL, *tail = NULL, *a;
+    const char *addr;
+    int n = 0;
+    while ((a = coord_admit_pop(cs)) != NULL) {
+        if (conn_guard_serial(cs->guard, a->fd) != a->serial ||
+            conn_guard_lookup(cs->guard, a->fd, 0, &addr) != CONN_NEW) {
+            free(a);
+            continue;
+        }
+        if (tail)
+            tail->next = a;
+        else
+            keep = a;
+        tail = a;
+        n++;
+    }
+    cs->admit_head = keep;
+    cs->admit_tail = tail;
+    cs->nadmit = n;
+}
+
 int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *frame,
                      size_t len)
 {
-    if (len > CS_ADMIT_FRAME || cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW) ||
-        conn_guard_tag(cs->guard, fd) == CS_TAG_ADMIT) /* one waiting frame per connection */
+    if (len > CS_ADMIT_FRAME || conn_guard_tag(cs->guard, fd) == CS_TAG_ADMIT) /* one waiting frame per connection */
+        return -1;
+    if (cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW))
+        s_compact(cs); /* a burst whose waiting connections closed: their frames made room look taken */
+    if (cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW))
         return -1;
     struct admit *a = malloc(sizeof *a + rid_len + len);
     if (!a)
