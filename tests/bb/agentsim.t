@@ -4,12 +4,13 @@
 # own (loopback only): every agent gets a distinct node rank and its own contiguous rank range, which with node 0's
 # rank cover the world; every agent holds the ids node 0's worker printed; an agent that falls silent is lost
 # within the heartbeat timeout: the coordinator names it, every other agent gets STOP(NODE_LOST), node 0 exits 125.
+# And the descriptor limit: a coordinator raises its own to what the job needs, and says why when it cannot.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (node 0's worker needs ncclGetUniqueId)"; exit 0; }
 SIM="$PLAUNCH_BUILD/tests/tools/pl_agentsim"
 [ -x "$SIM" ] || { echo "Bail out! $SIM is not built (make unit)"; exit 1; }
-plan 14
+plan 16
 
 N=512 PORT=29611 HB=0.5 HBT=4
 NS="pa$$"; NS=${NS:0:10}
@@ -80,4 +81,27 @@ log=$(cat "$T/b/$PLOG" 2>/dev/null)
 like "$log" "node [0-9]+ \(sim-0*510, [0-9.]+\) lost: no message for [0-9.]+ s \(--heartbeat-timeout $HBT\)" \
     "the coordinator's log names the silent agent and why it was lost"
 is "$(grep -Eo 'node [0-9]+ \([^)]*\) lost: ' <<<"$log" | sort -u | wc -l)" 1 "... and no other node"
+
+# 3. a descriptor limit below what 512 nodes need (512 + 2 x 256 + 256): raised as root; explained without
+# CAP_SYS_RESOURCE. Nobody joins: --rdzv-timeout 1 ends each run.
+fdrun() { # fdrun NAME [setpriv...]: node 0 under a hard limit of 1100 descriptors
+    local name=$1
+    shift
+    (ulimit -n 1100 && ulimit -Hn 1100 && timeout -k 5 60 ip netns exec "$NS" "$@" "$PLAUNCH" --nnodes $N \
+        --node-rank 0 --master 127.0.0.1:$PORT --nproc-per-node 1 --rdzv-timeout 1 --quiet --log-dir "$T/$name" \
+        /bin/true) >/dev/null 2>&1
+    cat "$T/$name/$PLOG" 2>/dev/null
+}
+# CAP_SYS_RESOURCE is bit 24 of the effective set (a container may lack it even as root)
+if [ $(( 0x$(awk '/^CapEff/ {print $2}' /proc/self/status) >> 24 & 1 )) = 1 ]; then
+    like "$(fdrun fd-root)" "coordinator: descriptor limit raised from 1100 to 1280 for $N nodes" \
+        "with CAP_SYS_RESOURCE: the coordinator raises its descriptor limit past the hard limit to what $N nodes need"
+    nocap=(setpriv --bounding-set -sys_resource)
+else
+    ok 0 "# SKIP no CAP_SYS_RESOURCE here: a limit cannot be raised past the hard one"
+    nocap=()
+fi
+like "$(fdrun fd-nocap "${nocap[@]}")" "coordinator: $N nodes need about 1280 descriptors, \
+but the limit is 1100 \(hard limit 1100, which this process may not raise\): nodes past about 588 will be refused; \
+raise it with ulimit -n" "without CAP_SYS_RESOURCE: the log says how many nodes it can take and how to raise the limit"
 done_testing
