@@ -120,7 +120,9 @@ static void s_assign(coord_server_t *cs)
     if (!by_rank || s_tables(by_rank, n, world, &t) < 0) {
         free(by_rank);
         free(t.sizes), free(t.addrs), free(t.ports);
-        coord_end_fatal(cs, "the coordinator is out of memory for the world of %d nodes", n);
+        char text[96];
+        snprintf(text, sizeof text, "the coordinator is out of memory for the world of %d nodes", n);
+        cs->ev.fatal(cs, text); /* up through the handlers: coord_end.c is above this floor */
         return;
     }
     cs->world = (int)world;
