@@ -95,6 +95,10 @@ LIBPL_MAP   := worker/libplaunch.map
 EXAMPLES    := $(patsubst worker/examples/%.c,$(B)/bin/%,$(EXAMPLE_SRC))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 TOOL_BINS   := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
+# The agent simulator (tests/agentsim/, several files): thousands of agents in one process, for agentsim.t and
+# scripts/bench-scale.sh.
+AGENTSIM_SRC := $(wildcard tests/agentsim/*.c)
+TOOL_BINS   += $(if $(AGENTSIM_SRC),$(B)/tests/tools/pl_agentsim)
 
 # Examples and test helpers that need NCCL at build time carry "NEEDS_NCCL" in their first lines.
 NEEDS_NCCL   = $(shell head -5 $(1) | grep -l NEEDS_NCCL >/dev/null 2>&1 && echo 1)
@@ -185,6 +189,10 @@ unit: $(UNIT_BINS) $(TOOL_BINS)
 $(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
 	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS)
+
+$(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(COMMON_A) $(PL_LDLIBS) -lpthread
 
 # The stuck worker of stacks.t is unwound from outside: debug information and frame pointers, whatever CFLAGS says.
 $(B)/tests/tools/pl_stuck: PL_CFLAGS += -g -fno-omit-frame-pointer

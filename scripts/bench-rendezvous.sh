@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench-rendezvous.sh: N agents as processes on loopback, TLS on (token), one trivial worker each; time from the
 # first agent's start to every worker holding the NCCL id, for N = 16 64 256 1024 (or the N given), next to
-# torchrun's c10d rendezvous (to every worker started, which is before any id exchange) where it can run.
+# torchrun's c10d rendezvous (to every worker started, which is before any id exchange) where it can run, and next to
+# the same N plaunch processes started as one-node jobs ("solo": process start-up alone; "x solo" the ratio).
 # Heartbeats are relaxed (2 s / 60 s): thousands of processes starting on two cores starve everyone for seconds,
 # which a real 1024-node job (1024 machines) never sees; loss detection is measured by bench-restart-nodes.sh.
 # Usage: scripts/bench-rendezvous.sh [N...]      Prints a table; never fails on a missed target.
@@ -48,6 +49,22 @@ plaunch_run() {
     echo "$(echo "$last - $t0" | bc -l) $(cat "$d/rss.0") $(cat "$d/rss.1")"
 }
 
+# solo_run N: the same N plaunch processes and workers as one-node jobs (no rendezvous, no TLS, no heartbeats):
+# seconds from the first start to every worker holding its id, what process start-up alone costs here
+solo_run() {
+    local n=$1 d="$tmp/s$1" i t0 last held
+    mkdir -p "$d"
+    t0=$EPOCHREALTIME
+    for i in $(seq 0 $((n - 1))); do
+        "$P" --nproc-per-node 1 --quiet --tee none --log-dir "$d/n$i" "$EX" >/dev/null 2>"$d/err.$i" &
+    done
+    wait
+    held=$(cat "$d"/n*/workerlog.* | grep -c 'held ids at' || true)
+    [ "$held" = "$n" ] || { echo "-"; return; }
+    last=$(cat "$d"/n*/workerlog.* | awk '/held ids at/ {print $6}' | sort -n | tail -1)
+    echo "$last - $t0" | bc -l
+}
+
 # torchrun_run N PORT: seconds until every worker of N torchrun agents (c10d) started
 torchrun_run() {
     local n=$1 port=$2 d="$tmp/t$1" i t0
@@ -65,17 +82,22 @@ torchrun_run() {
     echo "$(cat "$d"/w.[0-9]* | sort -n | tail -1) - $t0" | bc -l
 }
 
-printf '%-6s %14s %16s %18s %16s %12s\n' N "plaunch s" "coord RSS MiB" "agent RSS MiB" "torchrun s" "ratio"
+printf '%-6s %14s %16s %18s %16s %12s %10s %10s\n' N "plaunch s" "coord RSS MiB" "agent RSS MiB" "torchrun s" "ratio" \
+    "solo s" "x solo"
 port=29700
 for n in "${sizes[@]}"; do
     read -r ps crss arss < <(plaunch_run "$n" "$port")
+    ss=$(solo_run "$n")
+    xs="-"
+    [ "$ss" != "-" ] && [ "$ps" != "-" ] && xs=$(echo "$ps / $ss" | bc -l | xargs printf '%.2f')
     ts="-"
     if [ "$n" -le 16 ] && command -v torchrun >/dev/null; then ts=$(torchrun_run "$n" $((port + 1))); fi
     port=$((port + 2))
     ratio="-"
     [ "$ts" != "-" ] && [ "$ps" != "-" ] && ratio=$(echo "$ps / $ts" | bc -l | xargs printf '%.3f')
     mib() { [ "$1" = "-" ] && echo - || echo "$1 / 1024" | bc -l | xargs printf '%.1f'; }
-    printf '%-6s %14s %16s %18s %16s %12s\n' "$n" "$( [ "$ps" = - ] && echo - || printf '%.3f' "$ps")" \
-        "$(mib "$crss")" "$(mib "$arss")" "$( [ "$ts" = - ] && echo - || printf '%.3f' "$ts")" "$ratio"
+    printf '%-6s %14s %16s %18s %16s %12s %10s %10s\n' "$n" "$( [ "$ps" = - ] && echo - || printf '%.3f' "$ps")" \
+        "$(mib "$crss")" "$(mib "$arss")" "$( [ "$ts" = - ] && echo - || printf '%.3f' "$ts")" "$ratio" \
+        "$( [ "$ss" = - ] && echo - || printf '%.3f' "$ss")" "$xs"
 done
-echo "target: 1024 agents in <= 2 s on this machine ($(nproc) cores); torchrun is timed to its workers' start only"
+echo "target: 1024 agents in <= 2 s on this machine ($(nproc) cores); x solo <= 1.5; torchrun is timed to its workers' start only"

@@ -259,10 +259,14 @@ static int s_endpoint(const char *addr, uint32_t port, char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
+int wire_assign_has_tables(const Plaunch__Assign *a)
+{
+    return a->n_node_addrs == a->nnodes && a->n_local_world_sizes == a->nnodes && a->n_endpoint_ports == a->world_size;
+}
+
 static void s_assert_assign(const Plaunch__Assign *a)
 {
-    assert(a && a->n_node_addrs == a->nnodes && a->n_local_world_sizes == a->nnodes &&
-           a->n_endpoint_ports == a->world_size);
+    assert(a && wire_assign_has_tables(a));
     (void)a;
 }
 

@@ -12,7 +12,7 @@
 
 #include "wire.pb-c.h"
 
-#define WIRE_PROTOCOL_VERSION 2u
+#define WIRE_PROTOCOL_VERSION 3u
 
 /* Bounds (docs/protocol.md explains each). The largest valid message is an ASSIGN for 65536 ranks. */
 #define WIRE_MAX_MSG         (1u << 20)  /* encoded envelope, checked before unpacking */
@@ -21,7 +21,7 @@
 #define WIRE_MAX_HOST        255         /* host names and addresses */
 #define WIRE_MAX_VERSION_STR 64
 #define WIRE_MAX_GPUS_STR    1024
-#define WIRE_MAX_NODES       4096
+#define WIRE_MAX_NODES       65536       /* one worker per node at least */
 #define WIRE_MAX_LOCAL       1024        /* workers on one node */
 #define WIRE_MAX_WORLD       65536
 #define WIRE_MAX_KEY         128
@@ -34,6 +34,10 @@
 #define WIRE_MAX_GRACE_S     3600
 #define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */
 #define WIRE_MAX_SIGNAL      64
+/* An ASSIGN carries the tables of every node and rank only while nnodes x world_size stays within this (the
+ * broadcast then stays under ~60 MB): beyond, each node gets its own part only (docs/protocol.md). */
+#define WIRE_TABLES_MAX      (1u << 22)
+#define WIRE_MAX_TABLE_NODES 2048        /* so the tables never list more nodes (world_size >= nnodes) */
 
 typedef Plaunch__Envelope wire_msg_t;
 
@@ -112,6 +116,8 @@ int wire_check(const wire_msg_t *msg, char *err, size_t errlen);
 int wire_check_peer(const wire_msg_t *msg, uint32_t expected_version, const char *expected_job_id, char *err,
                     size_t errlen);
 
+/* 1 when a checked ASSIGN carries the tables of every node and rank (needed by the two functions below). */
+int wire_assign_has_tables(const Plaunch__Assign *assign);
 /* PADDLE_TRAINER_ENDPOINTS of a checked ASSIGN: "addr:port,..." in rank order (IPv6 in brackets); caller frees. */
 char *wire_assign_endpoints(const Plaunch__Assign *assign, char *err, size_t errlen);
 /* The endpoint of global rank `rank` (PADDLE_CURRENT_ENDPOINT) into buf[len]; 0 or -1. */

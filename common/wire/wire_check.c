@@ -1,5 +1,5 @@
-/* wire_check: the bound of every field of every message, the cross-field rules, the peer version/job check, and
- * the message-type names and error formatter that the rest of the wire module builds on. */
+/* wire_check: the bound of every field of every message, the cross-field rules, and the message-type names and
+ * error formatter that the rest of the wire module builds on (the peer's version and job: wire_peer.c). */
 #include "wire.h"
 
 #include <inttypes.h>
@@ -7,9 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef PLAUNCH_VERSION
-#define PLAUNCH_VERSION "unknown"
-#endif
 
 static const char *const s_type_names[] = {
     [WIRE_NONE] = "NONE",
@@ -97,15 +94,17 @@ static const struct rule s_rules[] = {
     { ASSIGN, "nnodes", 1, WIRE_MAX_NODES, 0, CS_ANY },
     { ASSIGN, "first_rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },
     { ASSIGN, "world_size", 1, WIRE_MAX_WORLD, 0, CS_ANY },
-    { ASSIGN, "local_world_sizes", 1, WIRE_MAX_LOCAL, WIRE_MAX_NODES, CS_ANY },
+    { ASSIGN, "local_world_sizes", 1, WIRE_MAX_LOCAL, WIRE_MAX_TABLE_NODES, CS_ANY },
     { ASSIGN, "master_addr", 1, WIRE_MAX_HOST, 0, CS_TOKEN },
     { ASSIGN, "master_port", 1, 65535, 0, CS_ANY },
-    { ASSIGN, "node_addrs", 1, WIRE_MAX_HOST, WIRE_MAX_NODES, CS_TOKEN },
+    { ASSIGN, "node_addrs", 1, WIRE_MAX_HOST, WIRE_MAX_TABLE_NODES, CS_TOKEN },
     { ASSIGN, "endpoint_ports", 1, 65535, WIRE_MAX_WORLD, CS_ANY },
     { ASSIGN, "restart_count", 0, WIRE_MAX_RESTARTS, 0, CS_ANY },
     { ASSIGN, "max_restarts", 0, WIRE_MAX_RESTARTS, 0, CS_ANY },
     { ASSIGN, "heartbeat_interval_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
     { ASSIGN, "heartbeat_timeout_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
+    { ASSIGN, "local_world_size", 1, WIRE_MAX_LOCAL, 0, CS_ANY },
+    { ASSIGN, "local_ports", 1, 65535, WIRE_MAX_LOCAL, CS_ANY },
     { REFUSE, "code", 1, INT32_MAX, 0, CS_ANY },
     { REFUSE, "text", 0, WIRE_MAX_TEXT, 0, CS_ANY },
     { REFUSE, "request", 0, WIRE_BYE, 0, CS_ANY },
@@ -351,6 +350,17 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     if (a->node_rank >= a->nnodes)
         return wire_fail(err, errlen, "assign.node_rank: %" PRIu32 ", not below assign.nnodes %" PRIu32, a->node_rank,
                          a->nnodes);
+    if (s_check_count("assign.local_ports", a->n_local_ports, "assign.local_world_size", a->local_world_size, err,
+                      errlen) < 0)
+        return -1;
+    if ((uint64_t)a->first_rank + a->local_world_size > a->world_size)
+        return wire_fail(err, errlen, "assign.first_rank %" PRIu32 " + local_world_size %" PRIu32
+                         ": beyond assign.world_size %" PRIu32, a->first_rank, a->local_world_size, a->world_size);
+    if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
+        return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
+                         a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
+    if (!a->n_local_world_sizes && !a->n_node_addrs && !a->n_endpoint_ports)
+        return 0; /* no tables: this node's part only */
     if (s_check_count("assign.local_world_sizes", a->n_local_world_sizes, "assign.nnodes", a->nnodes, err,
                       errlen) < 0 ||
         s_check_count("assign.node_addrs", a->n_node_addrs, "assign.nnodes", a->nnodes, err, errlen) < 0 ||
@@ -368,11 +378,16 @@ static int s_check_assign(const Plaunch__Assign *a, char *err, size_t errlen)
     if (a->first_rank != before)
         return wire_fail(err, errlen, "assign.first_rank: %" PRIu32 ", but the nodes before node %" PRIu32
                          " run %" PRIu64 " workers", a->first_rank, a->node_rank, before);
+    if (a->local_world_sizes[a->node_rank] != a->local_world_size)
+        return wire_fail(err, errlen, "assign.local_world_size: %" PRIu32 ", but local_world_sizes[%" PRIu32
+                         "] is %" PRIu32, a->local_world_size, a->node_rank, a->local_world_sizes[a->node_rank]);
+    for (uint32_t l = 0; l < a->local_world_size; l++)
+        if (a->local_ports[l] != a->endpoint_ports[a->first_rank + l])
+            return wire_fail(err, errlen, "assign.local_ports[%" PRIu32 "]: %" PRIu32 ", but endpoint_ports[%" PRIu32
+                             "] is %" PRIu32, l, a->local_ports[l], a->first_rank + l,
+                             a->endpoint_ports[a->first_rank + l]);
     /* restart_count is the generation: membership changes of an elastic job restart it without spending the
      * budget, so it may pass max_restarts. */
-    if (a->heartbeat_timeout_ms <= a->heartbeat_interval_ms)
-        return wire_fail(err, errlen, "assign.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
-                         a->heartbeat_timeout_ms, a->heartbeat_interval_ms);
     return 0;
 }
 
@@ -425,67 +440,4 @@ int wire_check(const wire_msg_t *msg, char *err, size_t errlen)
     if (msg->protocol_version != WIRE_PROTOCOL_VERSION && msg->body_case == WIRE_NONE)
         return 0;
     return wire_check_body(msg, WIRE_ANY, err, errlen);
-}
-
-/* Who sends a body type; NULL where both sides do. */
-static const char *s_sender(wire_type_t type)
-{
-    switch (type) {
-    case WIRE_HELLO:
-    case WIRE_ASSIGN:
-    case WIRE_STOP:
-    case WIRE_NCCL_ID:
-    case WIRE_BARRIER_DONE:
-        return "coordinator";
-    case WIRE_JOIN:
-    case WIRE_WORKER_EXIT:
-        return "agent";
-    default:
-        return NULL;
-    }
-}
-
-/* The node and plaunch release that a body names for its sender (HELLO, JOIN); NULL otherwise. */
-static const char *s_sender_node(const wire_msg_t *msg, const char **version)
-{
-    if (msg->body_case == WIRE_JOIN) {
-        *version = msg->join->plaunch_version;
-        return msg->join->hostname;
-    }
-    if (msg->body_case == WIRE_HELLO) {
-        *version = msg->hello->plaunch_version;
-        return msg->hello->hostname;
-    }
-    return NULL;
-}
-
-int wire_check_peer(const wire_msg_t *msg, uint32_t expected_version, const char *expected_job_id, char *err,
-                    size_t errlen)
-{
-    const char *peer_role = s_sender(msg->body_case);
-    const char *self_role = !peer_role ? NULL : strcmp(peer_role, "agent") == 0 ? "coordinator" : "agent";
-    const char *version = NULL, *host = s_sender_node(msg, &version);
-    char peer[2 * WIRE_MAX_HOST], self[64], older[WIRE_MAX_HOST + 64];
-    if (host)
-        snprintf(peer, sizeof peer, "%s on node %s (plaunch %s)", peer_role, host, version);
-    else
-        snprintf(peer, sizeof peer, "%s", peer_role ? peer_role : "peer");
-    snprintf(self, sizeof self, "%s (plaunch %s)", self_role ? self_role : "this node", PLAUNCH_VERSION);
-    if (msg->protocol_version != expected_version) {
-        /* Name the side to upgrade so that the same text reads right in both logs. */
-        if (msg->protocol_version < expected_version && host)
-            snprintf(older, sizeof older, "node %s", host);
-        else if (msg->protocol_version < expected_version)
-            snprintf(older, sizeof older, "the %s's node", peer_role ? peer_role : "peer");
-        else if (self_role)
-            snprintf(older, sizeof older, "the %s's node", self_role);
-        else
-            snprintf(older, sizeof older, "this node");
-        return wire_fail(err, errlen, "%s speaks protocol %" PRIu32 ", %s speaks protocol %" PRIu32
-                         ": upgrade plaunch on %s", peer, msg->protocol_version, self, expected_version, older);
-    }
-    if (expected_job_id && strcmp(msg->job_id ? msg->job_id : "", expected_job_id) != 0)
-        return wire_fail(err, errlen, "%s is in job '%s', %s runs job '%s': start every node with the same job id",
-                         peer, msg->job_id ? msg->job_id : "", self, expected_job_id);
-    return 0;
 }

@@ -142,8 +142,8 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     struct job *job = ac->job;
     const Plaunch__Assign *a = m->assign;
     char err[512];
-    if (a->local_world_sizes[a->node_rank] != (uint32_t)job->nworkers) {
-        log_error("the coordinator assigned %u workers to this node, which runs %d", a->local_world_sizes[a->node_rank],
+    if (a->local_world_size != (uint32_t)job->nworkers) {
+        log_error("the coordinator assigned %u workers to this node, which runs %d", a->local_world_size,
                   job->nworkers);
         return -1;
     }
@@ -165,14 +165,17 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
                  "set)", job->master_addr, ifname);
     }
     free(job->endpoints);
-    job->endpoints = wire_assign_endpoints(a, err, sizeof err);
-    if (!job->endpoints) {
+    job->endpoints = NULL;
+    if (wire_assign_has_tables(a) && !(job->endpoints = wire_assign_endpoints(a, err, sizeof err))) {
         log_error("bad ASSIGN: %s", err);
         return -1;
+    } else if (!job->endpoints && first_assign) {
+        log_info("%d nodes x %d ranks: the ASSIGN carries this node's part only; PADDLE_TRAINER_ENDPOINTS is empty",
+                 job->nnodes, job->world_size);
     }
     for (int i = 0; i < job->nworkers; i++) {
         job->workers[i].rank = job->rank_base + i;
-        job->endpoint_ports[i] = (int)a->endpoint_ports[job->rank_base + i];
+        job->endpoint_ports[i] = (int)a->local_ports[i];
     }
     jobsetup_tee(job, &job->opt, err, sizeof err);
     if (output_open_logs(job, err, sizeof err) < 0) {
@@ -374,7 +377,10 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             agent_proto_finish(ac, 125);
             return 0;
         }
-        if (ac->heard && link_is_open(ac->link) && now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
+        /* heartbeats once there is a generation to watch: before its first ASSIGN nobody checks them, and 16,384
+         * nodes in a rendezvous sent the coordinator 32,768 a second for nothing */
+        if (ac->heard && ac->assigned && link_is_open(ac->link) &&
+            now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
             ac->hb_sent_ns = now;
             Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
             wire_msg_t m;

@@ -12,7 +12,10 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "conn_addrs.h"
+
 #define CG_EVICT_ON_EMFILE 16 /* connections closed at once when accept(2) runs out of descriptors */
+#define CG_STALL_SCAN 256     /* over the total cap, the oldest this many are looked at for a stalled one */
 
 /* One end of a TCP connection, as getpeername/getsockname give it: what proves a descriptor is still ours. */
 struct cg_end {
@@ -25,6 +28,8 @@ struct conn {
     enum conn_state state;
     int tag;
     int prev, next;           /* in the unauthenticated list (NEW, PENDING) or the refused list; -1 ends */
+    int pprev, pnext;         /* PENDING: in the list of handshakes under way */
+    uint64_t serial;          /* which connection this is (conn_guard_serial) */
     uint64_t since_ns;        /* connect (unauthenticated) or refusal (refused): what its deadline counts from */
     uint64_t last_ns;         /* the last sign of life: connect or a frame */
     struct cg_end remote, local;
@@ -43,20 +48,28 @@ struct conn_guard {
     void *arg;
     struct conn *c;           /* indexed by descriptor */
     int cap;
-    struct cg_list unauth, refused;
-    int pending;              /* CONN_PENDING entries */
+    struct cg_list unauth, refused, pend;
+    int pending;              /* CONN_PENDING entries (the pend list) */
+    conn_addrs_t *addrs;      /* unauthenticated connections by remote address */
+    uint64_t serial;
     int timer;
     uint64_t timer_at;
 };
 
 static void s_arm(conn_guard_t *g);
 
-void conn_guard_limits(struct conn_limits *lim)
+void conn_guard_limits(struct conn_limits *lim, int expected)
 {
     struct rlimit rl;
     long fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1024;
-    int n = fds / 4 > CONN_MAX_UNAUTH ? CONN_MAX_UNAUTH : fds / 4 < 16 ? 16 : (int)(fds / 4);
-    *lim = (struct conn_limits){ .max_unauth = n, .max_per_addr = n / 2,
+    int n = fds / 4 > CONN_MAX_UNAUTH ? CONN_MAX_UNAUTH : fds / 4 < 16 ? 16 : (int)(fds / 4), total = n;
+    /* The nodes of a big job connect together: every one of them is unauthenticated until its turn comes. */
+    if (expected > n / 2) {
+        long want = (long)expected + n, room = fds - 512;
+        total = (int)(want < room ? want : room);
+        total = total < n ? n : total;
+    }
+    *lim = (struct conn_limits){ .max_unauth = total, .max_per_addr = n / 2,
                                  .max_pending = n / 4 < 4 ? 4 : n / 4, .auth_ms = CONN_AUTH_MS,
                                  .stall_ms = CONN_STALL_MS, .linger_ms = CONN_LINGER_MS };
 }
@@ -70,7 +83,11 @@ conn_guard_t *conn_guard_new(loop_t *loop, const struct conn_limits *lim, conn_e
     g->lim = *lim;
     g->on_end = on_end;
     g->arg = arg;
-    g->unauth = g->refused = (struct cg_list){ -1, -1, 0 };
+    g->unauth = g->refused = g->pend = (struct cg_list){ -1, -1, 0 };
+    if (!(g->addrs = conn_addrs_new())) {
+        free(g);
+        return NULL;
+    }
     return g;
 }
 
@@ -81,6 +98,7 @@ void conn_guard_destroy(conn_guard_t **pg)
     conn_guard_t *g = *pg;
     if (g->timer > 0)
         loop_timer_cancel(g->loop, g->timer);
+    conn_addrs_destroy(&g->addrs);
     free(g->c);
     free(g);
     *pg = NULL;
@@ -112,13 +130,23 @@ static struct conn *s_slot(conn_guard_t *g, int fd)
 
 /* ---- lists ----------------------------------------------------------------------------------------------- */
 
+/* The links of fd for list l: the pend list has its own, the others share prev/next. */
+static int *s_prev(conn_guard_t *g, const struct cg_list *l, int fd)
+{
+    return l == &g->pend ? &g->c[fd].pprev : &g->c[fd].prev;
+}
+
+static int *s_next(conn_guard_t *g, const struct cg_list *l, int fd)
+{
+    return l == &g->pend ? &g->c[fd].pnext : &g->c[fd].next;
+}
+
 static void s_link(conn_guard_t *g, struct cg_list *l, int fd)
 {
-    struct conn *c = &g->c[fd];
-    c->prev = l->tail;
-    c->next = -1;
+    *s_prev(g, l, fd) = l->tail;
+    *s_next(g, l, fd) = -1;
     if (l->tail >= 0)
-        g->c[l->tail].next = fd;
+        *s_next(g, l, l->tail) = fd;
     else
         l->head = fd;
     l->tail = fd;
@@ -127,16 +155,16 @@ static void s_link(conn_guard_t *g, struct cg_list *l, int fd)
 
 static void s_unlink(conn_guard_t *g, struct cg_list *l, int fd)
 {
-    struct conn *c = &g->c[fd];
-    if (c->prev >= 0)
-        g->c[c->prev].next = c->next;
+    int prev = *s_prev(g, l, fd), next = *s_next(g, l, fd);
+    if (prev >= 0)
+        *s_next(g, l, prev) = next;
     else
-        l->head = c->next;
-    if (c->next >= 0)
-        g->c[c->next].prev = c->prev;
+        l->head = next;
+    if (next >= 0)
+        *s_prev(g, l, next) = prev;
     else
-        l->tail = c->prev;
-    c->prev = c->next = -1;
+        l->tail = prev;
+    *s_prev(g, l, fd) = *s_next(g, l, fd) = -1;
     l->n--;
 }
 
@@ -144,12 +172,16 @@ static void s_unlink(conn_guard_t *g, struct cg_list *l, int fd)
 static void s_detach(conn_guard_t *g, int fd)
 {
     struct conn *c = &g->c[fd];
-    if (c->state == CONN_NEW || c->state == CONN_PENDING)
+    if (c->state == CONN_NEW || c->state == CONN_PENDING) {
         s_unlink(g, &g->unauth, fd);
-    else if (c->state == CONN_REFUSED)
+        conn_addrs_remove(g->addrs, fd);
+    } else if (c->state == CONN_REFUSED) {
         s_unlink(g, &g->refused, fd);
-    if (c->state == CONN_PENDING)
+    }
+    if (c->state == CONN_PENDING) {
+        s_unlink(g, &g->pend, fd);
         g->pending--;
+    }
 }
 
 /* ---- identity -------------------------------------------------------------------------------------------- */
@@ -252,28 +284,24 @@ static void s_arm(conn_guard_t *g)
     g->timer_at = g->timer > 0 ? at : 0;
 }
 
-/* The oldest unauthenticated connection (of state only, unless 0; from remote's address only, unless NULL) that
- * has been silent for stall_ms; -1 when every one is younger. */
-static int s_stalled(conn_guard_t *g, enum conn_state only, const struct cg_end *remote, uint64_t now)
+/* The oldest unauthenticated connection that has been silent for stall_ms: a handshake under way (pending), one
+ * from remote's address (remote), or among the CG_STALL_SCAN oldest (neither); -1 when none is. Every walk is
+ * bounded by a cap, so a flood cannot make each new connection cost more. */
+static int s_stalled(conn_guard_t *g, int pending, const struct cg_end *remote, uint64_t now)
 {
     uint64_t stall = (uint64_t)g->lim.stall_ms * 1000000;
-    for (int fd = g->unauth.head; fd >= 0; fd = g->c[fd].next) {
-        const struct conn *c = &g->c[fd];
-        if (c->last_ns + stall > now)
-            continue;
-        if ((!only || c->state == only) && (!remote || (c->remote.family == remote->family &&
-                                                        !memcmp(c->remote.ip, remote->ip, sizeof remote->ip))))
+    int fd = pending ? g->pend.head : remote ? conn_addrs_first(g->addrs, remote->family, remote->ip) : g->unauth.head;
+    for (int seen = 0; fd >= 0 && seen < CG_STALL_SCAN; seen++) {
+        if (g->c[fd].last_ns + stall <= now)
             return fd;
+        fd = pending ? g->c[fd].pnext : remote ? conn_addrs_next(g->addrs, fd) : g->c[fd].next;
     }
     return -1;
 }
 
 static int s_from_addr(const conn_guard_t *g, const struct cg_end *remote)
 {
-    int n = 0;
-    for (int fd = g->unauth.head; fd >= 0; fd = g->c[fd].next)
-        n += g->c[fd].remote.family == remote->family && !memcmp(g->c[fd].remote.ip, remote->ip, sizeof remote->ip);
-    return n;
+    return conn_addrs_count(g->addrs, remote->family, remote->ip);
 }
 
 /* ---- events ------------------------------------------------------------------------------------------------ */
@@ -298,11 +326,13 @@ static int s_record(conn_guard_t *g, int fd, uint64_t now, int ghost)
         s_end(g, fd, CONN_GONE); /* the monitor never said that the previous connection here closed */
         c = &g->c[fd];
     }
-    *c = (struct conn){ .state = CONN_NEW, .tag = -1, .prev = -1, .next = -1, .since_ns = now, .last_ns = now,
-                        .remote = remote, .local = local };
+    *c = (struct conn){ .state = CONN_NEW, .tag = -1, .prev = -1, .next = -1, .pprev = -1, .pnext = -1,
+                        .since_ns = now, .last_ns = now, .remote = remote, .local = local, .serial = ++g->serial };
     if (!remote.family || !inet_ntop(remote.family, remote.ip, c->addr, sizeof c->addr))
         snprintf(c->addr, sizeof c->addr, "?");
     s_link(g, &g->unauth, fd);
+    if (remote.family)
+        conn_addrs_add(g->addrs, fd, remote.family, remote.ip); /* out of memory: only the per-address cap is off */
     /* Over a cap, the oldest connection that has been silent for a while makes room; when none has, the newcomer
      * goes (a burst of real agents all make progress; only stalled peers are pushed out). */
     if (remote.family && s_from_addr(g, &remote) > g->lim.max_per_addr) {
@@ -383,23 +413,40 @@ int conn_guard_pending(conn_guard_t *g, int fd)
     if (c->state != CONN_NEW)
         return 0; /* under way already, or authenticated before (it holds the job's credentials) */
     if (g->pending >= g->lim.max_pending) {
-        int victim = s_stalled(g, CONN_PENDING, NULL, loop_now_ns());
-        if (victim < 0) {
-            s_end(g, fd, CONN_HANDSHAKES);
-            return -1;
-        }
+        int victim = s_stalled(g, 1, NULL, loop_now_ns());
+        if (victim < 0)
+            return 2; /* every slot is taken by a live handshake: the caller keeps the ClientHello for later */
         s_end(g, victim, CONN_HANDSHAKES);
     }
     c->state = CONN_PENDING;
     c->last_ns = loop_now_ns();
     g->pending++;
+    s_link(g, &g->pend, fd);
     return 1;
+}
+
+int conn_guard_pending_room(conn_guard_t *g)
+{
+    if (g->pending < g->lim.max_pending)
+        return 1;
+    int victim = s_stalled(g, 1, NULL, loop_now_ns());
+    if (victim < 0)
+        return 0;
+    s_end(g, victim, CONN_HANDSHAKES);
+    return 1;
+}
+
+uint64_t conn_guard_serial(const conn_guard_t *g, int fd)
+{
+    const struct conn *c = s_get(g, fd);
+    return c && c->state != CONN_FREE && c->state != CONN_CLOSING ? c->serial : 0;
 }
 
 void conn_guard_unpend(conn_guard_t *g, int fd)
 {
     struct conn *c = s_get(g, fd);
     if (c && c->state == CONN_PENDING) {
+        s_unlink(g, &g->pend, fd);
         c->state = CONN_NEW;
         g->pending--;
     }

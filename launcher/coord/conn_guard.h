@@ -8,6 +8,7 @@
 #define PLAUNCH_CONN_GUARD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "loop.h"
 
@@ -41,12 +42,14 @@ struct conn_limits {
 };
 
 /* The coordinator's limits (docs/security.md): a quarter of the descriptor limit, at most 256, for connections
- * that have not authenticated; half of those from one address; a quarter in TLS handshakes under way. */
+ * that have not authenticated, or, for a job of `expected` nodes when that is more than half of it, expected more
+ * (never more than the descriptor limit less 512): its nodes connect together. Half of the 256 from one address; a quarter in TLS handshakes under
+ * way (a ClientHello beyond waits for a slot). */
 #define CONN_MAX_UNAUTH 256
 #define CONN_AUTH_MS 10000
 #define CONN_STALL_MS 1000
 #define CONN_LINGER_MS 1000
-void conn_guard_limits(struct conn_limits *lim);
+void conn_guard_limits(struct conn_limits *lim, int expected);
 
 typedef struct conn_guard conn_guard_t;
 /* A connection ended. tag: what conn_guard_set_tag gave it (-1 none); was: its state before; addr: its remote
@@ -72,8 +75,13 @@ const char *conn_guard_addr(const conn_guard_t *g, int fd);
 int conn_guard_tag(const conn_guard_t *g, int fd);
 void conn_guard_set_tag(conn_guard_t *g, int fd, int tag);
 /* NEW -> PENDING (a TLS handshake starts) within max_pending, closing a stalled handshake to make room when
- * needed. 1 moved, 0 already under way (or authenticated), -1 when fd was closed instead (the callback has run). */
+ * needed. 1 moved, 0 already under way (or authenticated), -1 when fd is no live connection, 2 when every slot is
+ * taken by a live handshake (fd stays NEW, its deadline running: the caller may ask again later). */
 int conn_guard_pending(conn_guard_t *g, int fd);
+/* 1 when a handshake could start now (a stalled one may be closed to make room), else 0. */
+int conn_guard_pending_room(conn_guard_t *g);
+/* A number that names the connection on fd among all the guard recorded (0: none): a descriptor number is reused. */
+uint64_t conn_guard_serial(const conn_guard_t *g, int fd);
 /* PENDING -> NEW: the handshake that moved it was not this connection's (a frame of an earlier one). */
 void conn_guard_unpend(conn_guard_t *g, int fd);
 /* Authenticated: no deadline, no cap. */

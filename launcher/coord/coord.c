@@ -11,10 +11,13 @@
 #include "log.h"
 #include "lograte.h"
 
-/* Agents waiting for an answer about one key. */
+/* Agents waiting for an answer about one key, each once: a bit per agent says who is in (a scan of the list on
+ * every request made 16,384 agents asking for an id that was not there yet quadratic). */
 struct peerset {
     int *peers;
     int n, cap;
+    unsigned char *in;      /* bit `peer` set: peer is in peers[] */
+    int incap;              /* bytes of in */
 };
 
 struct idrec {
@@ -52,9 +55,19 @@ struct coord {
 
 static int s_peer_add(struct peerset *ps, int peer)
 {
-    for (int i = 0; i < ps->n; i++)
-        if (ps->peers[i] == peer)
-            return 0;
+    if (peer / 8 >= ps->incap) {
+        int cap = ps->incap ? ps->incap : 64;
+        while (cap <= peer / 8)
+            cap *= 2;
+        unsigned char *in = realloc(ps->in, (size_t)cap);
+        if (!in)
+            return -1;
+        memset(in + ps->incap, 0, (size_t)(cap - ps->incap));
+        ps->in = in;
+        ps->incap = cap;
+    }
+    if (ps->in[peer / 8] & (1u << (peer % 8)))
+        return 0;
     if (ps->n == ps->cap) {
         int cap = ps->cap ? ps->cap * 2 : 8;
         int *np = realloc(ps->peers, (size_t)cap * sizeof *np);
@@ -64,7 +77,22 @@ static int s_peer_add(struct peerset *ps, int peer)
         ps->cap = cap;
     }
     ps->peers[ps->n++] = peer;
+    ps->in[peer / 8] |= (unsigned char)(1u << (peer % 8));
     return 0;
+}
+
+/* Empties the set (its members were answered). */
+static void s_peer_clear(struct peerset *ps)
+{
+    for (int i = 0; i < ps->n; i++)
+        ps->in[ps->peers[i] / 8] = 0;
+    ps->n = 0;
+}
+
+static void s_peer_free(struct peerset *ps)
+{
+    free(ps->peers);
+    free(ps->in);
 }
 
 coord_t *coord_new(const char *job_id, loop_t *loop, coord_send_fn send, void *arg)
@@ -100,7 +128,7 @@ static void s_send_barrier_done(coord_t *c, struct barrier *b, int status, int p
     }
     for (int i = 0; i < b->waiting.n; i++)
         c->send(c->arg, b->waiting.peers[i], &m);
-    b->waiting.n = 0;
+    s_peer_clear(&b->waiting);
 }
 
 static void s_barrier_free(coord_t *c, struct barrier *b)
@@ -108,7 +136,7 @@ static void s_barrier_free(coord_t *c, struct barrier *b)
     if (b->timer > 0 && c->loop)
         loop_timer_cancel(c->loop, b->timer);
     free(b->arrived);
-    free(b->waiting.peers);
+    s_peer_free(&b->waiting);
 }
 
 /* Removes barrier i, keeping the order of the others. */
@@ -122,7 +150,7 @@ static void s_barrier_remove(coord_t *c, int i)
 static void s_clear(coord_t *c)
 {
     for (int i = 0; i < c->nids; i++)
-        free(c->ids[i].waiting.peers);
+        s_peer_free(&c->ids[i].waiting);
     for (int i = 0; i < c->nbarriers; i++) {
         if (c->send)
             s_send_barrier_done(c, &c->barriers[i], PLAUNCH__BARRIER_DONE__STATUS__ABORTED, -1, -1);
@@ -225,7 +253,7 @@ static void s_on_put(coord_t *c, int peer, const Plaunch__NcclIdPut *put)
     log_info("generation %u: NCCL id for '%s' published", c->generation, put->key);
     for (int i = 0; i < r->waiting.n; i++)
         s_send_id(c, r->waiting.peers[i], r);
-    r->waiting.n = 0;
+    s_peer_clear(&r->waiting);
 }
 
 static void s_on_get(coord_t *c, int peer, const Plaunch__NcclIdGet *get)

@@ -20,31 +20,28 @@ void coord_assign_set_state(coord_server_t *cs, enum cs_state st)
 
 int coord_assign_members(coord_server_t *cs, uint32_t gen)
 {
-    int n = 0;
-    for (int i = 0; i < cs->npeers; i++)
-        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER && cs->peers[i].joined_gen == (int)gen;
-    return n;
+    return coord_members_count(cs, gen);
 }
 
 int coord_assign_live(coord_server_t *cs)
 {
-    int n = 0;
-    for (int i = 0; i < cs->npeers; i++)
-        n += cs->peers[i].used && cs->peers[i].st == PS_MEMBER;
-    return n;
+    return coord_members_live(cs);
 }
 
 void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m)
 {
-    for (int i = 0; i < cs->npeers; i++)
+    size_t len;
+    void *buf = coord_transport_encode(cs, -1, m, &len); /* once, not once per node */
+    for (int i = 0; buf && i < cs->npeers; i++)
         if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
-            coord_transport_send(cs, i, m);
+            coord_transport_send_encoded(cs, i, buf, len);
+    free(buf);
 }
 
 /* Orders members for rank assignment: requested ranks first, the rest by address, host name, pid. */
-static int s_cmp_peer(const void *a, const void *b, void *arg)
+static int s_cmp_peer(const void *a, const void *b)
 {
-    const struct peer *pa = a, *pb = b;
+    const struct peer *pa = *(struct peer *const *)a, *pb = *(struct peer *const *)b;
     int c = strcmp(pa->addr, pb->addr);
     if (c)
         return c;
@@ -52,12 +49,15 @@ static int s_cmp_peer(const void *a, const void *b, void *arg)
     return c ? c : (pa->pid > pb->pid) - (pa->pid < pb->pid);
 }
 
-static void s_assign(coord_server_t *cs)
+/* Node ranks: requested ones first, then the others in address order (deterministic whatever order they joined
+ * in; a sort, since an insertion sort of 16,384 members took seconds). by_rank[n] gets each member. */
+static int s_rank_members(coord_server_t *cs, int n, struct peer **by_rank)
 {
-    int n = coord_assign_members(cs, cs->generation), idx[WIRE_MAX_NODES], nidx = 0;
-    coord_transport_rendezvous_deadline(cs, 0);
-    coord_transport_last_call(cs, -1);
-    struct peer *by_rank[WIRE_MAX_NODES] = { 0 };
+    struct peer **rest = malloc((size_t)(n ? n : 1) * sizeof *rest);
+    int nrest = 0;
+    if (!rest)
+        return -1;
+    memset(by_rank, 0, (size_t)n * sizeof *by_rank);
     for (int i = 0; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
         if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation)
@@ -66,38 +66,69 @@ static void s_assign(coord_server_t *cs)
         if (p->req_rank >= 0 && p->req_rank < n && !by_rank[p->req_rank]) {
             by_rank[p->req_rank] = p;
             p->node_rank = p->req_rank;
-        } else {
-            idx[nidx++] = i;
+        } else if (nrest < n) {
+            rest[nrest++] = p;
         }
     }
-    /* insertion sort of the rest: deterministic whatever order they joined in */
-    for (int a = 1; a < nidx; a++)
-        for (int b = a; b > 0 && s_cmp_peer(&cs->peers[idx[b - 1]], &cs->peers[idx[b]], NULL) > 0; b--) {
-            int t = idx[b];
-            idx[b] = idx[b - 1];
-            idx[b - 1] = t;
-        }
-    for (int r = 0, k = 0; r < n && k < nidx; r++)
+    qsort(rest, (size_t)nrest, sizeof *rest, s_cmp_peer);
+    for (int r = 0, k = 0; r < n && k < nrest; r++)
         if (!by_rank[r]) {
-            by_rank[r] = &cs->peers[idx[k++]];
+            by_rank[r] = rest[k++];
             by_rank[r]->node_rank = r;
         }
-    uint32_t local_sizes[WIRE_MAX_NODES], world = 0;
-    char *addrs[WIRE_MAX_NODES];
-    for (int r = 0; r < n; r++) {
-        local_sizes[r] = by_rank[r]->nproc;
-        addrs[r] = by_rank[r]->addr;
-        world += by_rank[r]->nproc;
-    }
-    uint32_t *ports = calloc(world ? world : 1, sizeof *ports);
-    if (!ports)
-        return;
-    for (int r = 0, k = 0; r < n; r++)
+    free(rest);
+    return 0;
+}
+
+/* The tables every node needs only for PADDLE_TRAINER_ENDPOINTS (every node's size and address, every rank's
+ * port); NULL tables when the job is too big for them to travel (WIRE_TABLES_MAX). 0, or -1 out of memory. */
+struct s_tables {
+    uint32_t *sizes, *ports;
+    char **addrs;
+};
+
+static int s_tables(struct peer **by_rank, int n, uint32_t world, struct s_tables *t)
+{
+    *t = (struct s_tables){ 0 };
+    if ((uint64_t)n * world > WIRE_TABLES_MAX)
+        return 0;
+    t->sizes = malloc((size_t)n * sizeof *t->sizes);
+    t->addrs = malloc((size_t)n * sizeof *t->addrs);
+    t->ports = malloc((size_t)(world ? world : 1) * sizeof *t->ports);
+    if (!t->sizes || !t->addrs || !t->ports)
+        return -1;
+    for (int r = 0, k = 0; r < n; r++) {
+        t->sizes[r] = by_rank[r]->nproc;
+        t->addrs[r] = by_rank[r]->addr;
         for (uint32_t l = 0; l < by_rank[r]->nproc; l++)
-            ports[k++] = by_rank[r]->ports[l];
+            t->ports[k++] = by_rank[r]->ports[l];
+    }
+    return 0;
+}
+
+static void s_assign(coord_server_t *cs)
+{
+    int n = coord_assign_members(cs, cs->generation);
+    struct peer **by_rank = malloc((size_t)(n ? n : 1) * sizeof *by_rank);
+    struct s_tables t = { 0 };
+    uint32_t world = 0;
+    coord_transport_rendezvous_deadline(cs, 0);
+    coord_transport_last_call(cs, -1);
+    if (by_rank && s_rank_members(cs, n, by_rank) == 0)
+        for (int r = 0; r < n; r++)
+            world += by_rank[r]->nproc;
+    if (!by_rank || s_tables(by_rank, n, world, &t) < 0) {
+        free(by_rank);
+        free(t.sizes), free(t.addrs), free(t.ports);
+        char text[96];
+        snprintf(text, sizeof text, "the coordinator is out of memory for the world of %d nodes", n);
+        cs->ev.fatal(cs, text); /* up through the handlers: coord_end.c is above this floor */
+        return;
+    }
     cs->world = (int)world;
     coord_set_generation(cs->coord, cs->generation, world);
-    log_info("generation %u: %d node%s, %u rank%s", cs->generation, n, n == 1 ? "" : "s", world, world == 1 ? "" : "s");
+    log_info("generation %u: %d node%s, %u rank%s%s", cs->generation, n, n == 1 ? "" : "s", world,
+             world == 1 ? "" : "s", t.sizes ? "" : " (ASSIGN without the tables of every node: too big a job)");
     uint32_t first = 0;
     for (int r = 0; r < n; r++) {
         struct peer *p = by_rank[r];
@@ -107,14 +138,19 @@ static void s_assign(coord_server_t *cs)
         a.nnodes = (uint32_t)n;
         a.first_rank = first;
         a.world_size = world;
-        a.n_local_world_sizes = (size_t)n;
-        a.local_world_sizes = local_sizes;
+        a.local_world_size = p->nproc;
+        a.n_local_ports = p->nproc;
+        a.local_ports = p->ports;
+        if (t.sizes) {
+            a.n_local_world_sizes = (size_t)n;
+            a.local_world_sizes = t.sizes;
+            a.n_node_addrs = (size_t)n;
+            a.node_addrs = t.addrs;
+            a.n_endpoint_ports = world;
+            a.endpoint_ports = t.ports;
+        }
         a.master_addr = by_rank[0]->addr;
         a.master_port = by_rank[0]->master_port;
-        a.n_node_addrs = (size_t)n;
-        a.node_addrs = addrs;
-        a.n_endpoint_ports = world;
-        a.endpoint_ports = ports;
         a.restart_count = cs->generation;
         a.max_restarts = (uint32_t)cs->job->opt.max_restarts;
         a.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
@@ -127,7 +163,9 @@ static void s_assign(coord_server_t *cs)
         coord_transport_send(cs, (int)(p - cs->peers), &m);
         first += p->nproc;
     }
-    free(ports);
+    free(by_rank);
+    free(t.sizes), free(t.addrs), free(t.ports);
+    cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
 }
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zmq.h>
 
 #include "log.h"
@@ -25,6 +26,7 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
         if (!p->used || p->grace_timer != id)
             continue;
         p->grace_timer = 0;
+        cs->ngrace--;
         if (p->reconnecting || p->fd >= 0 || cs->state == CS_DONE)
             return 0; /* on its way back: the heartbeat timeout decides */
         char why[160];
@@ -66,15 +68,16 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         return;
     }
     p->fd = -1;
-    if (cs->state != CS_DONE && p->grace_timer <= 0)
-        p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs);
+    if (cs->state != CS_DONE && p->grace_timer <= 0 &&
+        (p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs)) > 0)
+        cs->ngrace++;
 }
 
 /* A new connection from the address of a member in its grace: it is reconnecting, not gone. */
 static void s_note_reconnect(coord_server_t *cs, int fd)
 {
     const char *addr = conn_guard_addr(cs->guard, fd);
-    for (int i = 1; i < cs->npeers; i++)
+    for (int i = 1; i < cs->npeers && cs->ngrace > 0; i++) /* none in grace: no scan on every connect */
         if (cs->peers[i].used && cs->peers[i].grace_timer > 0 && strcmp(cs->peers[i].from, addr) == 0)
             cs->peers[i].reconnecting = 1;
 }
@@ -137,12 +140,45 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
     return 0;
 }
 
+/* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as
+ * far as the hard one allows (further with CAP_SYS_RESOURCE); when that is not enough, the log says so once. */
+static void s_raise_fds(coord_server_t *cs)
+{
+    struct rlimit rl;
+    int nnodes = cs->job->opt.nnodes;
+    rlim_t need = (rlim_t)nnodes + 2 * CONN_MAX_UNAUTH + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    rlim_t was = rl.rlim_cur, hard = rl.rlim_max;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+    if (rl.rlim_cur < need) {
+        struct rlimit more = { need, need };
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+            log_info("coordinator: descriptor limit raised from %lu to %lu for %d nodes", (unsigned long)was,
+                     (unsigned long)need, nnodes);
+            return;
+        }
+    }
+    if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        rl.rlim_cur = was;
+    if (rl.rlim_cur < need)
+        log_warn("coordinator: %d nodes need about %lu descriptors, but the limit is %lu (hard limit %lu, which "
+                 "this process may not raise): nodes past about %lu will be refused; raise it with ulimit -n, "
+                 "LimitNOFILE= or limits.conf", nnodes, (unsigned long)need, (unsigned long)rl.rlim_cur,
+                 (unsigned long)hard, rl.rlim_cur > 512 + CONN_MAX_UNAUTH ? (unsigned long)(rl.rlim_cur - 512) : 0);
+    else
+        log_info("coordinator: descriptor limit raised from %lu to %lu for %d nodes", (unsigned long)was,
+                 (unsigned long)rl.rlim_cur, nnodes);
+}
+
 int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
 {
     struct conn_limits lim;
-    conn_guard_limits(&lim);
-    /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first */
-    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = 1024;
+    s_raise_fds(cs);
+    conn_guard_limits(&lim, cs->job->opt.nnodes);
+    /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
+     * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
+    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
     if (!(cs->guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->plog = peerlog_new(cs->loop, 0))) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -102,9 +102,12 @@ void coord_end_maybe_finish(coord_server_t *cs)
 {
     if (cs->state != CS_ENDING && cs->state != CS_RUNNING)
         return;
-    for (int i = 0; i < cs->npeers; i++)
-        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && !cs->peers[i].byed)
+    /* from where the last look stopped: a BYE never takes one back, and a JOIN or ASSIGN resets the cursor */
+    for (; cs->bye_cursor < cs->npeers; cs->bye_cursor++) {
+        const struct peer *p = &cs->peers[cs->bye_cursor];
+        if (p->used && p->st == PS_MEMBER && !p->byed)
             return;
+    }
     s_finish(cs);
 }
 

@@ -217,6 +217,18 @@ static void s_request_stacks(coord_server_t *cs, struct coord_hang *h)
 
 static int s_on_collect_deadline(loop_t *loop, int id, void *arg);
 
+struct s_going {
+    long long step;
+    uint64_t ns;
+    int idx;
+};
+
+static int s_cmp_going(const void *a, const void *b)
+{
+    const struct s_going *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
 /* No rank progressed for the timeout, or one rank's step stood still while others went on: -1 when neither. */
 static int s_verdict(coord_server_t *cs, struct coord_hang *h, uint64_t now, char *why, size_t cap)
 {
@@ -230,23 +242,50 @@ static int s_verdict(coord_server_t *cs, struct coord_hang *h, uint64_t now, cha
                  (double)(now - newest) / 1e9, cs->job->opt.hang_timeout);
         return h->nr; /* no rank named yet: the stacks say which */
     }
-    for (int i = 0; i < h->nr; i++) {
+    /* The ranks still stepping, by step, each with the latest step change at or above its step: for a rank that
+     * stood still, one binary search finds whether some rank went past it (a pair scan was quadratic in ranks). */
+    struct s_going *g = NULL;
+    int ng = 0, odd = -1, stood = 0;
+    for (int i = 0; i < h->nr && !stood; i++)
+        stood = h->r[i].step >= 0 && now - h->r[i].step_ns >= t_ns;
+    for (int i = 0; stood && i < h->nr; i++) {
+        const struct hang_rank *q = &h->r[i];
+        if (q->step < 0 || now - q->step_ns >= t_ns)
+            continue;
+        if (!g && !(g = malloc((size_t)h->nr * sizeof *g)))
+            return -1; /* out of memory: no verdict this tick */
+        g[ng++] = (struct s_going){ q->step, q->step_ns, i };
+    }
+    if (ng == 0)
+        return -1;
+    qsort(g, (size_t)ng, sizeof *g, s_cmp_going);
+    for (int j = ng - 2; j >= 0; j--) /* g[j] now holds the latest change among g[j..] */
+        if (g[j + 1].ns > g[j].ns)
+            g[j].ns = g[j + 1].ns, g[j].idx = g[j + 1].idx;
+    for (int i = 0; i < h->nr && odd < 0; i++) {
         const struct hang_rank *r = &h->r[i];
         if (r->step < 0 || now - r->step_ns < t_ns)
             continue;
-        for (int k = 0; k < h->nr; k++) {
-            const struct hang_rank *q = &h->r[k];
-            /* q went past r and kept going for at least half the timeout after r stopped: ranks that stop
-             * together (all waiting for one) with different counts are not behind each other */
-            if (k != i && q->step > r->step && now - q->step_ns < t_ns && q->step_ns > r->step_ns + t_ns / 2) {
-                snprintf(why, cap, "rank %d's step stood at %lld for %.0f s (--hang-timeout %g) while rank %d went on "
-                         "to step %lld", i, r->step, (double)(now - r->step_ns) / 1e9, cs->job->opt.hang_timeout, k,
-                         q->step);
-                return i;
-            }
+        int lo = 0, hi = ng; /* the first going rank past r's step */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (g[mid].step > r->step)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        /* it went past r and kept going for at least half the timeout after r stopped: ranks that stop together
+         * (all waiting for one) with different counts are not behind each other */
+        if (lo < ng && g[lo].ns > r->step_ns + t_ns / 2) {
+            const struct hang_rank *q = &h->r[g[lo].idx];
+            snprintf(why, cap, "rank %d's step stood at %lld for %.0f s (--hang-timeout %g) while rank %d went on "
+                     "to step %lld", i, r->step, (double)(now - r->step_ns) / 1e9, cs->job->opt.hang_timeout,
+                     g[lo].idx, q->step);
+            odd = i;
         }
     }
-    return -1;
+    free(g);
+    return odd;
 }
 
 static int s_tick(loop_t *loop, int id, void *arg)

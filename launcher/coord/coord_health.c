@@ -9,6 +9,38 @@
 #include "log.h"
 #include "mon_json.h"
 
+/* The place of rank's summary in cs->health, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
+ * cost billions of comparisons). */
+static int s_at(coord_server_t *cs, int rank)
+{
+    return rank < cs->health_nat && cs->health_at[rank] > 0 ? cs->health_at[rank] - 1 : -1;
+}
+
+static int s_index(coord_server_t *cs, int rank, int k)
+{
+    if (rank >= cs->health_nat) {
+        int n = cs->health_nat ? cs->health_nat : 256;
+        while (n <= rank)
+            n *= 2;
+        int *at = realloc(cs->health_at, (size_t)n * sizeof *at);
+        if (!at)
+            return -1;
+        memset(at + cs->health_nat, 0, (size_t)(n - cs->health_nat) * sizeof *at);
+        cs->health_at = at;
+        cs->health_nat = n;
+    }
+    cs->health_at[rank] = k + 1;
+    return 0;
+}
+
+/* The first few refused reports are logged, the rest counted (a node gets no log line per frame). */
+static void s_refused(coord_server_t *cs, const struct peer *p, const char *what, int rank)
+{
+    if (++cs->health_bad <= 3)
+        log_warn("node %d (%s): health report%s dropped: %s%s", p->node_rank, p->host, rank >= 0 ? " of a rank" : "",
+                 what, cs->health_bad == 3 ? " (further ones are not logged)" : "");
+}
+
 int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
 {
     struct peer *p = &cs->peers[peer];
@@ -16,20 +48,18 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
     char err[256];
     int n = in ? mon_json_decode((const char *)r->json.data, r->json.len, in, WIRE_MAX_LOCAL, err, sizeof err) : -1;
     if (n < 0) {
-        log_warn("node %d (%s): health report dropped: %s", p->node_rank, p->host, in ? err : "out of memory");
+        s_refused(cs, p, in ? err : "out of memory", -1);
         free(in);
         return -1;
     }
     for (int i = 0; i < n; i++) {
         if (in[i].rank < 0 || in[i].rank >= WIRE_MAX_WORLD) {
-            log_warn("node %d (%s): health report of rank %d dropped: no such rank", p->node_rank, p->host,
-                     in[i].rank);
+            s_refused(cs, p, "no such rank", in[i].rank < 0 ? 0 : in[i].rank);
             continue;
         }
-        int k = 0;
-        while (k < cs->nhealth && cs->health[k].rank != in[i].rank)
-            k++;
-        if (k == cs->nhealth) {
+        int k = s_at(cs, in[i].rank);
+        if (k < 0) {
+            k = cs->nhealth;
             if (cs->nhealth == cs->health_cap) {
                 int cap = cs->health_cap ? 2 * cs->health_cap : 64;
                 struct mon_rank_summary *h = realloc(cs->health, (size_t)cap * sizeof *h);
@@ -38,6 +68,8 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
                 cs->health = h;
                 cs->health_cap = cap;
             }
+            if (s_index(cs, in[i].rank, k) < 0)
+                break;
             cs->nhealth++;
         }
         cs->health[k] = in[i];
@@ -62,6 +94,8 @@ int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
         return cs->steplag[0] != '\0';
     }
     qsort(cs->health, (size_t)cs->nhealth, sizeof *cs->health, s_by_rank);
+    for (int i = 0; i < cs->nhealth; i++) /* the index follows the sort (reports may still come) */
+        cs->health_at[cs->health[i].rank] = i + 1;
     int max = 4 * cs->nhealth + 16;
     struct mon_finding *f = calloc((size_t)max, sizeof *f);
     int nf = f ? mon_diag_job(cs->health, cs->nhealth, th, f, max) : 0;

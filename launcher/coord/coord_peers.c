@@ -15,12 +15,45 @@ static int s_is(const struct peer *p, const unsigned char *rid, size_t len)
     return p->used && p->rid_len == len && len > 0 && memcmp(p->rid, rid, len) == 0;
 }
 
+/* Routing ids are indexed: the first frame of every new connection used to scan every session (16,384 nodes: a
+ * quadratic rendezvous). An entry is stale once its peer holds another routing id, or none. */
+struct s_rid {
+    const coord_server_t *cs;
+    const unsigned char *rid;
+    size_t len;
+};
+
+static int s_rid_match(void *arg, int peer, uint32_t hash)
+{
+    const struct s_rid *r = arg;
+    return peer >= 1 && peer < r->cs->npeers && s_is(&r->cs->peers[peer], r->rid, r->len);
+}
+
+static int s_rid_live(void *arg, int peer, uint32_t hash)
+{
+    const coord_server_t *cs = arg;
+    const struct peer *p = peer >= 1 && peer < cs->npeers ? &cs->peers[peer] : NULL;
+    return p && p->used && p->rid_len && hindex_hash(p->rid, p->rid_len, 2166136261u) == hash;
+}
+
+static void s_index_rid(coord_server_t *cs, int peer)
+{
+    const struct peer *p = &cs->peers[peer];
+    if (p->rid_len &&
+        hindex_put(&cs->rids, hindex_hash(p->rid, p->rid_len, 2166136261u), peer, s_rid_live, cs) < 0)
+        cs->rid_broken = 1;
+}
+
 int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
 {
+    struct s_rid r = { cs, rid, len };
     int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
     if (i >= 1 && i < cs->npeers && s_is(&cs->peers[i], rid, len))
         return i; /* the session of the connection the frame came on: nearly always */
-    for (i = 1; i < cs->npeers; i++) /* a frame of a connection that is over, whose number another one took */
+    /* a new connection, or a frame of one that is over, whose number another one took */
+    if (!cs->rid_broken)
+        return len ? hindex_find(&cs->rids, hindex_hash(rid, len, 2166136261u), s_rid_match, &r) : -1;
+    for (i = 1; i < cs->npeers; i++)
         if (s_is(&cs->peers[i], rid, len))
             return i;
     return -1;
@@ -28,9 +61,10 @@ int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_
 
 int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
 {
-    int i = 1;
+    int i = cs->free_hint > 1 ? cs->free_hint : 1; /* a scan from 1 made 16,384 sessions cost seconds */
     while (i < cs->npeers && cs->peers[i].used)
         i++;
+    cs->free_hint = i + 1;
     if (i == cs->npeers) {
         if (cs->npeers == cs->cap) { /* geometric: a thousand agents must not mean a million copies */
             int cap = cs->cap * 2;
@@ -53,6 +87,7 @@ int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, in
     p->req_rank = -1;
     p->last_heard_ns = loop_now_ns();
     snprintf(p->from, sizeof p->from, "%s", cs->guard ? conn_guard_addr(cs->guard, fd) : "?");
+    s_index_rid(cs, i);
     return i;
 }
 
@@ -78,8 +113,10 @@ static void s_untag(coord_server_t *cs, int peer)
 
 static void s_stop_grace(coord_server_t *cs, struct peer *p)
 {
-    if (p->grace_timer > 0)
+    if (p->grace_timer > 0) {
         loop_timer_cancel(cs->loop, p->grace_timer);
+        cs->ngrace--;
+    }
     p->grace_timer = 0;
     p->reconnecting = 0;
 }
@@ -94,8 +131,11 @@ void coord_peers_release(coord_server_t *cs, int peer)
     s_stop_grace(cs, p);
     free(p->ports);
     p->ports = NULL;
+    coord_members_unset(cs, peer);
     p->used = 0;
     p->st = PS_GONE;
+    if (peer < cs->free_hint)
+        cs->free_hint = peer;
 }
 
 void coord_peers_detach(coord_server_t *cs, int peer)
@@ -114,6 +154,8 @@ void coord_peers_move(coord_server_t *cs, int from, int to)
     s_stop_grace(cs, o);
     memcpy(o->rid, p->rid, p->rid_len);
     o->rid_len = p->rid_len;
+    p->rid_len = 0;
+    s_index_rid(cs, to);
     o->ch = p->ch;
     p->ch = NULL;
     memcpy(o->from, p->from, sizeof o->from);
@@ -121,8 +163,11 @@ void coord_peers_move(coord_server_t *cs, int from, int to)
     s_untag(cs, from);
     free(p->ports);
     p->ports = NULL;
+    coord_members_unset(cs, from);
     p->used = 0;
     p->st = PS_GONE;
+    if (from < cs->free_hint)
+        cs->free_hint = from;
     o->fd = fd;
     if (cs->guard && fd >= 0)
         conn_guard_set_tag(cs->guard, fd, to);

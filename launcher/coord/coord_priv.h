@@ -6,11 +6,14 @@
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
- *   coord_peers.c, coord_conns.c  sessions by routing id; connections, their caps and the monitor */
+ *   coord_peers.c, coord_conns.c, coord_mail.c, coord_admit.c  sessions by routing id; connections, their
+ *                    caps and the monitor; the in-process agent's mail; ClientHellos waiting for a handshake slot
+ *   coord_members.c  members counted and indexed (by generation, identity, requested rank) */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
 #include "conn_guard.h"
+#include "hindex.h"
 #include "mon_diag.h"
 #include "coord.h"
 #include "coord_server.h"
@@ -38,7 +41,6 @@ struct peer {
     int reconnecting;           /* ... but a connection from its address came since: the heartbeat decides */
     char from[80];              /* remote address */
     uint64_t last_heard_ns;
-    uint64_t hb_seq;
     /* from JOIN */
     char host[WIRE_MAX_HOST + 1], addr[WIRE_MAX_HOST + 1];
     uint32_t pid, nproc, master_port;
@@ -55,6 +57,22 @@ struct local_mail {
     int to_agent;               /* 1: coordinator -> agent, 0: agent -> coordinator */
     size_t len;
     unsigned char data[];
+};
+
+/* coord_members.c's counts and indexes (below coord_peers.c). */
+#define CM_GENS 4                   /* generations with members at once: the current, the next, stragglers */
+struct cm_joined {
+    uint32_t gen;
+    int n;
+};
+struct coord_members {
+    int live;                       /* peers in PS_MEMBER */
+    struct cm_joined joined[CM_GENS]; /* members by the generation they joined for */
+    int overflow;                   /* more generations than slots: counts are taken by a scan */
+    hindex_t ids;                   /* members by (host, pid) */
+    int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
+    int nrank;
+    int id_broken;                  /* out of memory once: lookups scan */
 };
 
 enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
@@ -88,7 +106,7 @@ struct coord_server {
     char failure[4096];         /* the root cause, for the summary */
     int hb_timer, rdzv_timer, last_call_timer;
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
-    uint64_t hb_sent_ns;
+    uint64_t hb_sent_ns, hb_round;  /* the last heartbeat round: its time, its number (HEARTBEAT.seq) */
     uint64_t started_ns, said_ns;   /* the coordinator's start; its last "waiting for nodes" line */
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
@@ -101,9 +119,19 @@ struct coord_server {
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
     int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
+    struct coord_members members;
+    hindex_t rids;              /* sessions by routing id (coord_peers.c) */
+    int rid_broken;             /* out of memory once: lookups scan */
+    struct admit *admit_head, *admit_tail; /* coord_admit.c */
+    int nadmit;
+    int free_hint;              /* no free peer slot below this index */
+    int ngrace;                 /* members in their reconnect grace */
+    int bye_cursor;             /* coord_end_maybe_finish: every member below this index said BYE */
     /* coord_health.c: every rank's health summary as its node last sent it (REPORT "health"), by global rank */
     struct mon_rank_summary *health;
     int nhealth, health_cap;
+    int *health_at, health_nat; /* by rank: its place in health + 1, 0 none */
+    int health_bad;             /* reports refused (the first few are logged) */
     /* coord_hang.c: the hang watch; hang_busy while the stacks of a hung job are taken (the ranks ended for their
      * tracebacks are no failure: coord_end.c reads it); steplag: the step-rate stragglers for the Health block */
     struct coord_hang *hang;
@@ -121,9 +149,12 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
 void coord_transport_destroy(coord_server_t **cs);
 /* The coordinator speaks first: HELLO to a peer whose session opened (0: the local agent). */
 int coord_transport_hello(coord_server_t *cs, int peer);
-/* A message of the local agent, queued for the loop (never handled inside the caller). */
-int coord_transport_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
 int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* The encoding of m (caller frees), or NULL after ending the job (a message the coordinator cannot say); peer
+ * names the receiver in that message, -1 for every node. */
+void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len);
+/* Sends an encoded message (one encoding for a message that many nodes get). */
+int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, size_t len);
 /* (Re)arms the deadline of the rendezvous under way; 0 disarms. */
 void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds);
 /* (Re)arms the elastic last call (ms >= 0), or disarms it (-1). */
@@ -162,6 +193,45 @@ void coord_peers_release(coord_server_t *cs, int peer);
 void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
 void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_admit.c: ClientHellos waiting for a handshake slot (below coord_transport.c; calls conn_guard only) */
+#define CS_ADMIT_FRAME 2048 /* a plaunch ClientHello is ~300 bytes; a bigger first frame is not kept */
+#define CS_TAG_ADMIT (-2)   /* conn_guard tag of a connection whose ClientHello waits (no session yet) */
+struct admit {
+    struct admit *next;
+    int fd;
+    uint64_t serial;            /* conn_guard_serial: the frame's connection, not a later one on the same number */
+    size_t rid_len, len;
+    unsigned char data[];       /* routing id, then the frame */
+};
+/* Keeps the ClientHello of fd's connection (routing id rid) until a slot frees; 0, or -1 (too big, more than one
+ * per waiting connection, out of memory: the caller closes the connection). */
+int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *frame,
+                     size_t len);
+/* The oldest waiting ClientHello (caller frees), or NULL. */
+struct admit *coord_admit_pop(coord_server_t *cs);
+/* 1 when a's connection is still the one that sent it, unauthenticated and without a handshake under way (it
+ * may then queue another frame). */
+int coord_admit_current(coord_server_t *cs, const struct admit *a);
+void coord_admit_free(coord_server_t *cs);
+/* coord_mail.c: the in-process agent's mail (below coord_transport.c) */
+/* Queues the encoded message buf[len] for the other side of this process (to_agent: 1 coordinator -> agent). */
+int coord_mail_post(coord_server_t *cs, int to_agent, const void *buf, size_t len);
+/* A message of the local agent, queued for the loop (never handled inside the caller). */
+int coord_mail_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
+void coord_mail_free(coord_server_t *cs);
+/* coord_members.c: membership (below coord_peers.c; calls nothing above it) */
+/* Peer becomes (or stays) a member, for generation gen; its host, pid, addr and req_rank are set already. */
+void coord_members_set(coord_server_t *cs, int peer, int gen);
+/* Peer stops being a member (before its slot is freed). */
+void coord_members_unset(coord_server_t *cs, int peer);
+/* Members that joined for gen; members whatever generation they joined for. */
+int coord_members_count(const coord_server_t *cs, uint32_t gen);
+int coord_members_live(const coord_server_t *cs);
+/* The member (other than except) with that identity, or -1. */
+int coord_members_find(const coord_server_t *cs, const char *host, uint32_t pid, const char *addr, int except);
+/* The member (other than except) that asked for node rank `rank`, or -1. */
+int coord_members_rank_owner(const coord_server_t *cs, int rank, int except);
+void coord_members_free(coord_server_t *cs);
 /* coord_conns.c: connections (below coord_transport.c; calls up only through cs->ev) */
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x)

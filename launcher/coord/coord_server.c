@@ -45,7 +45,7 @@ void coord_server_local_hello(coord_server_t *cs)
 
 int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
 {
-    return coord_transport_post_local(cs, m, err, errlen);
+    return coord_mail_post_local(cs, m, err, errlen);
 }
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)

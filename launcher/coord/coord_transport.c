@@ -20,73 +20,42 @@ static const struct peerlog_kind PL_FRAMES = { "refused", "frame", "frames", "se
 static const struct peerlog_kind PL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
 static const struct peerlog_kind PL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
 
-static int s_on_mail(loop_t *loop, int id, void *arg);
-
-/* Queues the encoded message buf[len] for the other side of this process (see struct local_mail). */
-static int s_post(coord_server_t *cs, int to_agent, const void *buf, size_t len)
+void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len)
 {
-    struct local_mail *mail = malloc(sizeof *mail + len);
-    if (!mail)
-        return -1;
-    mail->next = NULL;
-    mail->to_agent = to_agent;
-    mail->len = len;
-    memcpy(mail->data, buf, len);
-    if (cs->mail_tail)
-        cs->mail_tail->next = mail;
-    else
-        cs->mail_head = mail;
-    cs->mail_tail = mail;
-    if (cs->mail_timer <= 0)
-        cs->mail_timer = loop_timer_after_ms(cs->loop, 0, s_on_mail, cs);
-    return 0;
-}
-
-static int s_on_mail(loop_t *loop, int id, void *arg)
-{
-    coord_server_t *cs = arg;
-    cs->mail_timer = 0;
-    struct local_mail *mail;
-    while ((mail = cs->mail_head) != NULL) {
-        cs->mail_head = mail->next;
-        if (!cs->mail_head)
-            cs->mail_tail = NULL;
-        char err[256];
-        wire_msg_t *m = wire_decode(mail->data, mail->len, mail->to_agent ? WIRE_TO_AGENT : WIRE_TO_COORD, err,
-                                    sizeof err);
-        if (m && mail->to_agent) {
-            cs->local(cs->local_arg, m);
-        } else if (m) {
-            cs->peers[0].last_heard_ns = loop_now_ns();
-            cs->ev.on_message(cs, 0, m);
-        } else {
-            log_error("in-process message refused: %s", err);
-        }
-        wire_free(&m);
-        free(mail);
+    char err[256];
+    void *buf = wire_encode_alloc(m, len, err, sizeof err);
+    if (!buf) {
+        /* What the coordinator cannot say, nobody waiting for it would ever hear: end the job. */
+        const struct peer *p = peer >= 0 ? &cs->peers[peer] : NULL;
+        char text[1024];
+        snprintf(text, sizeof text, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
+                 !p ? "every node" : p->local ? "this node" : p->host[0] ? p->host : p->from, err);
+        cs->ev.fatal(cs, text);
     }
-    return 0;
+    return buf;
 }
 
 int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
-    struct peer *p = &cs->peers[peer];
-    char err[256];
     size_t len;
-    if (!p->used)
+    if (!cs->peers[peer].used)
         return -1;
-    void *buf = wire_encode_alloc(m, &len, err, sizeof err);
-    if (!buf) {
-        /* What the coordinator cannot say, nobody waiting for it would ever hear: end the job. */
-        char text[1024];
-        snprintf(text, sizeof text, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
-                 p->local ? "this node" : p->host[0] ? p->host : p->from, err);
-        cs->ev.fatal(cs, text);
+    void *buf = coord_transport_encode(cs, peer, m, &len);
+    if (!buf)
         return -1;
-    }
+    int rc = coord_transport_send_encoded(cs, peer, buf, len);
+    free(buf);
+    return rc;
+}
+
+int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, size_t len)
+{
+    struct peer *p = &cs->peers[peer];
     int rc = 0;
-    if (p->local) {
-        rc = s_post(cs, 1, buf, len);
+    if (!p->used) {
+        rc = -1;
+    } else if (p->local) {
+        rc = coord_mail_post(cs, 1, buf, len);
     } else if (!cs->tls) {
         rc = zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
                      zmq_send(cs->router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
@@ -95,7 +64,6 @@ int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     } else {
         coord_peers_flush(cs, p);
     }
-    free(buf);
     return rc;
 }
 
@@ -172,7 +140,12 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
                           size_t len)
 {
     int moved = conn_guard_pending(cs->guard, fd), peer;
-    if (moved < 0) /* over the cap: closed */
+    if (moved == 2) { /* every handshake slot is taken: it waits its turn */
+        if (coord_admit_push(cs, fd, rid, rid_len, data, len) < 0)
+            conn_guard_close(cs->guard, fd, CONN_HANDSHAKES);
+        return;
+    }
+    if (moved < 0) /* no live connection */
         return;
     if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
         log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
@@ -249,6 +222,20 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
     }
 }
 
+/* Waiting ClientHellos, oldest first, while handshake slots are free. */
+static void s_admit(coord_server_t *cs)
+{
+    struct admit *a;
+    if (!cs->admit_head)
+        return;
+    coord_conns_drain_monitor(cs);
+    while (cs->admit_head && conn_guard_pending_room(cs->guard) && (a = coord_admit_pop(cs)) != NULL) {
+        if (coord_admit_current(cs, a) && coord_peers_find(cs, a->fd, a->data, a->rid_len) < 0)
+            s_new_session(cs, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
+        free(a);
+    }
+}
+
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     coord_server_t *cs = arg;
@@ -259,7 +246,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         if (ok < 0) {
             zmq_msg_close(&rid);
             zmq_msg_close(&body);
-            return 0;
+            break;
         }
         /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
         int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
@@ -268,6 +255,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
+    s_admit(cs);
     return 0;
 }
 
@@ -299,33 +287,43 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     coord_server_t *cs = arg;
     const struct opts *o = &cs->job->opt;
     uint64_t now = loop_now_ns(), limit = (uint64_t)(o->heartbeat_timeout * 1e9);
+    uint64_t unassigned = (uint64_t)((o->rdzv_timeout + o->heartbeat_timeout) * 1e9);
     int send = now - cs->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10;
-    if (send)
+    unsigned char hbuf[128];
+    ssize_t hlen = -1;
+    if (send) { /* one encoding per round: the same heartbeat (the round's number) goes to every node */
+        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+        wire_msg_t m;
+        char err[128];
         cs->hb_sent_ns = now;
+        hb.seq = ++cs->hb_round;
+        hb.mono_ns = now;
+        wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
+        hlen = wire_encode(&m, hbuf, sizeof hbuf, err, sizeof err);
+    }
     for (int i = 1; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
         if (!p->used || p->st == PS_HANDSHAKE)
             continue;
         /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
-         * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. */
-        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > limit) {
+         * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
+         * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
+        uint64_t mine = p->node_rank >= 0 ? limit : unassigned;
+        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > mine) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
             cs->ev.peer_lost(cs, i, why);
             continue;
         }
-        if (!send)
-            continue;
-        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
-        wire_msg_t m;
-        hb.seq = ++p->hb_seq;
-        hb.mono_ns = now;
-        wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
-        coord_transport_send(cs, i, &m);
+        /* A node without an ASSIGN yet does not watch the coordinator's heartbeats (its --rdzv-timeout bounds
+         * that wait): during a rendezvous of 16,384 nodes they were half of what the coordinator sent. */
+        if (hlen > 0 && p->node_rank >= 0)
+            coord_transport_send_encoded(cs, i, hbuf, (size_t)hlen);
     }
     if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
         s_say_rendezvous(cs, now);
+    s_admit(cs); /* slots freed by handshakes that ended without a frame (closed, past their deadline) */
     if (cs->state != CS_DONE)
         cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
     return 0;
@@ -447,38 +445,23 @@ void coord_transport_destroy(coord_server_t **pcs)
         loop_timer_cancel(cs->loop, cs->rdzv_timer);
     if (cs->last_call_timer > 0)
         loop_timer_cancel(cs->loop, cs->last_call_timer);
-    if (cs->mail_timer > 0)
-        loop_timer_cancel(cs->loop, cs->mail_timer);
-    while (cs->mail_head) {
-        struct local_mail *next = cs->mail_head->next;
-        free(cs->mail_head);
-        cs->mail_head = next;
-    }
+    coord_mail_free(cs);
     if (cs->router) {
         int linger = 500; /* the last BYEs must leave before the process does */
         zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
         loop_remove_socket(cs->loop, cs->router);
     }
+    coord_admit_free(cs);
     coord_conns_close(cs);
     if (cs->router)
         zmq_close(cs->router);
     coord_destroy(&cs->coord);
+    coord_members_free(cs);
+    hindex_free(&cs->rids);
     free(cs->peers);
     free(cs->frame);
     free(cs->health);
+    free(cs->health_at);
     free(cs);
     *pcs = NULL;
-}
-
-int coord_transport_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
-{
-    size_t len;
-    void *buf = wire_encode_alloc(m, &len, err, errlen);
-    if (!buf)
-        return -1;
-    int rc = s_post(cs, 0, buf, len);
-    free(buf);
-    if (rc < 0)
-        snprintf(err, errlen, "out of memory");
-    return rc;
 }

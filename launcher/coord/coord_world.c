@@ -20,16 +20,13 @@ static void s_refuse(coord_server_t *cs, int peer, int code, const char *text)
 static int s_rejoin(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     const Plaunch__Join *j = m->join;
-    for (int i = 0; i < cs->npeers; i++) {
-        struct peer *o = &cs->peers[i];
-        if (i == peer || !o->used || o->st != PS_MEMBER || o->pid != j->pid || strcmp(o->host, j->hostname) ||
-            strcmp(o->addr, j->addr))
-            continue;
-        coord_peers_move(cs, peer, i); /* keep the membership, take the new session and its connection */
-        log_warn("node %d (%s) reconnected; generation %u goes on", o->node_rank, o->host, cs->generation);
-        return 1;
-    }
-    return 0;
+    int i = coord_members_find(cs, j->hostname, j->pid, j->addr, peer);
+    if (i < 0)
+        return 0;
+    coord_peers_move(cs, peer, i); /* keep the membership, take the new session and its connection */
+    log_warn("node %d (%s) reconnected; generation %u goes on", cs->peers[i].node_rank, cs->peers[i].host,
+             cs->generation);
+    return 1;
 }
 
 static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
@@ -61,15 +58,14 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, text);
         return;
     }
-    for (int i = 0; i < cs->npeers && j->requested_node_rank >= 0; i++) {
-        struct peer *q = &cs->peers[i];
-        if (i != peer && q->used && q->st == PS_MEMBER && q->req_rank == j->requested_node_rank) {
-            snprintf(text, sizeof text, "node rank %d is already taken by %s (%s)", j->requested_node_rank, q->host,
-                     q->addr);
-            log_warn("refused %s (%s): %s", j->hostname, p->from, text);
-            s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__RANK_TAKEN, text);
-            return;
-        }
+    int owner = j->requested_node_rank >= 0 ? coord_members_rank_owner(cs, j->requested_node_rank, peer) : -1;
+    if (owner >= 0) {
+        const struct peer *q = &cs->peers[owner];
+        snprintf(text, sizeof text, "node rank %d is already taken by %s (%s)", j->requested_node_rank, q->host,
+                 q->addr);
+        log_warn("refused %s (%s): %s", j->hostname, p->from, text);
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__RANK_TAKEN, text);
+        return;
     }
     uint32_t *ports = malloc(j->n_worker_ports * sizeof *ports);
     if (!ports)
@@ -83,9 +79,9 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     p->nproc = j->nproc;
     p->master_port = j->master_port;
     p->req_rank = j->requested_node_rank;
-    p->st = PS_MEMBER;
-    p->joined_gen = (int)cs->generation + grow;
+    coord_members_set(cs, peer, (int)cs->generation + grow);
     p->byed = 0;
+    cs->bye_cursor = 0;
     log_info("node %s (%s, %u worker%s) joined for generation %d: %d of %d", p->host, p->addr, p->nproc,
              p->nproc == 1 ? "" : "s", p->joined_gen, coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes);
     if (grow) {

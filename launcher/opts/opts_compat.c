@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define COMPAT_MAX_IPS 4096 /* --nnodes' upper bound */
+#define COMPAT_MAX_IPS 4096 /* --ips entries (Paddle jobs of more nodes give --nnodes and --master instead) */
 #define COMPAT_MAX_MINE 256 /* addresses of this host looked at */
 
 /* Splits --master-addr's HOST[:PORT] into host (when not NULL) and *port (0 without one); 0, or -1 with a

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -211,18 +212,24 @@ static void test_pending_cap(void **state)
     assert_int_equal(conn_guard_pending(f->g, f->server[a]), 1);
     assert_int_equal(conn_guard_pending(f->g, f->server[a]), 0); /* under way already */
     assert_int_equal(conn_guard_pending(f->g, f->server[b]), 1);
-    assert_int_equal(conn_guard_pending(f->g, f->server[c]), -1); /* both handshakes are young */
-    assert_int_equal(f->last_why, CONN_HANDSHAKES);
-    assert_true(s_closed(f, c));
+    assert_int_equal(conn_guard_pending(f->g, f->server[c]), 2); /* both handshakes are young: c waits */
+    assert_int_equal(conn_guard_pending_room(f->g), 0);
+    assert_true(s_open(f, c));
+    assert_int_equal(f->ends, 0);
+    uint64_t serial = conn_guard_serial(f->g, f->server[c]);
+    assert_true(serial > 0 && serial != conn_guard_serial(f->g, f->server[a]));
     s_run_for(f, 80);
     int d = s_connect(f, "127.0.0.5");
     conn_guard_accepted(f->g, f->server[d]);
     assert_int_equal(conn_guard_pending(f->g, f->server[d]), 1); /* a stalled handshake made room */
     assert_int_equal(f->last_fd, f->server[a]);
+    assert_int_equal(f->last_why, CONN_HANDSHAKES);
     assert_int_equal(conn_guard_count(f->g, CONN_PENDING), 2);
     conn_guard_unpend(f->g, f->server[d]); /* that handshake was not d's */
     assert_int_equal(conn_guard_count(f->g, CONN_PENDING), 1);
-    assert_int_equal(conn_guard_count(f->g, CONN_NEW), 1);
+    assert_int_equal(conn_guard_count(f->g, CONN_NEW), 2);
+    assert_int_equal(conn_guard_pending_room(f->g), 1);
+    assert_int_equal(conn_guard_pending(f->g, f->server[c]), 1); /* c's turn */
 }
 
 static void test_refused_connections_linger_then_close(void **state)
@@ -307,11 +314,22 @@ static void test_gone_reports_the_tag(void **state)
 static void test_limits_follow_the_descriptor_limit(void **state)
 {
     struct conn_limits lim;
-    conn_guard_limits(&lim);
+    conn_guard_limits(&lim, 2);
     assert_true(lim.max_unauth >= 16 && lim.max_unauth <= CONN_MAX_UNAUTH);
     assert_true(lim.max_per_addr >= 4 && lim.max_per_addr <= lim.max_unauth);
     assert_true(lim.max_pending >= 4 && lim.max_pending <= lim.max_unauth);
     assert_int_equal(lim.auth_ms, CONN_AUTH_MS);
+    /* a big job: room for every node at once, within the descriptor limit; the other caps stay */
+    struct rlimit rl;
+    struct conn_limits big;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    conn_guard_limits(&big, 16384);
+    assert_true(big.max_unauth >= lim.max_unauth);
+    assert_true(big.max_unauth <= 16384 + CONN_MAX_UNAUTH);
+    assert_true(rl.rlim_cur == RLIM_INFINITY || big.max_unauth <= (long)rl.rlim_cur - 512 ||
+                big.max_unauth == lim.max_unauth);
+    assert_int_equal(big.max_per_addr, lim.max_per_addr);
+    assert_int_equal(big.max_pending, lim.max_pending);
 }
 
 int main(void)

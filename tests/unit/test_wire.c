@@ -217,8 +217,8 @@ static const struct bad s_bad[] = {
     { "join.pid", SET_VALUE, 2147483648, NULL, "join.pid: 2147483648 outside 1..2147483647" },
     { "join.nproc", SET_VALUE, 0, NULL, "join.nproc: 0 outside 1..1024" },
     { "join.nproc", SET_VALUE, 1025, NULL, "join.nproc: 1025 outside 1..1024" },
-    { "join.requested_node_rank", SET_VALUE, -2, NULL, "join.requested_node_rank: -2 outside -1..4095" },
-    { "join.requested_node_rank", SET_VALUE, 4096, NULL, "join.requested_node_rank: 4096 outside -1..4095" },
+    { "join.requested_node_rank", SET_VALUE, -2, NULL, "join.requested_node_rank: -2 outside -1..65535" },
+    { "join.requested_node_rank", SET_VALUE, 65536, NULL, "join.requested_node_rank: 65536 outside -1..65535" },
     { "join.gpus", SET_LEN, 1025, NULL, "join.gpus: 1025 bytes, more than the bound of 1024" },
     { "join.plaunch_version", SET_LEN, 0, NULL, "join.plaunch_version: empty, must be set" },
     { "join.worker_ports", SET_COUNT, 1025, NULL, "join.worker_ports: 1025 entries, more than the bound of 1024" },
@@ -226,18 +226,18 @@ static const struct bad s_bad[] = {
     { "join.worker_ports", SET_ELEM, 0, NULL, "join.worker_ports[0]: 0 outside 1..65535" },
     { "join.worker_ports", SET_ELEM, 65536, NULL, "join.worker_ports[0]: 65536 outside 1..65535" },
     { "join.master_port", SET_VALUE, 0, NULL, "join.master_port: 0 outside 1..65535" },
-    { "assign.node_rank", SET_VALUE, 4096, NULL, "assign.node_rank: 4096 outside 0..4095" },
+    { "assign.node_rank", SET_VALUE, 65536, NULL, "assign.node_rank: 65536 outside 0..65535" },
     { "assign.node_rank", SET_VALUE, 2, NULL, "assign.node_rank: 2, not below assign.nnodes 2" },
-    { "assign.nnodes", SET_VALUE, 0, NULL, "assign.nnodes: 0 outside 1..4096" },
-    { "assign.nnodes", SET_VALUE, 4097, NULL, "assign.nnodes: 4097 outside 1..4096" },
+    { "assign.nnodes", SET_VALUE, 0, NULL, "assign.nnodes: 0 outside 1..65536" },
+    { "assign.nnodes", SET_VALUE, 65537, NULL, "assign.nnodes: 65537 outside 1..65536" },
     { "assign.nnodes", SET_VALUE, 3, NULL, "assign.local_world_sizes: 2 entries, assign.nnodes is 3" },
     { "assign.first_rank", SET_VALUE, 65536, NULL, "assign.first_rank: 65536 outside 0..65535" },
     { "assign.first_rank", SET_VALUE, 1, NULL, "assign.first_rank: 1, but the nodes before node 1 run 2 workers" },
     { "assign.world_size", SET_VALUE, 0, NULL, "assign.world_size: 0 outside 1..65536" },
     { "assign.world_size", SET_VALUE, 65537, NULL, "assign.world_size: 65537 outside 1..65536" },
     { "assign.world_size", SET_VALUE, 7, NULL, "assign.endpoint_ports: 6 entries, assign.world_size is 7" },
-    { "assign.local_world_sizes", SET_COUNT, 4097, NULL,
-      "assign.local_world_sizes: 4097 entries, more than the bound of 4096" },
+    { "assign.local_world_sizes", SET_COUNT, 2049, NULL,
+      "assign.local_world_sizes: 2049 entries, more than the bound of 2048" },
     { "assign.local_world_sizes", SET_ELEM, 0, NULL, "assign.local_world_sizes[0]: 0 outside 1..1024" },
     { "assign.local_world_sizes", SET_ELEM, 1025, NULL, "assign.local_world_sizes[0]: 1025 outside 1..1024" },
     { "assign.local_world_sizes", SET_ELEM, 3, NULL,
@@ -245,7 +245,7 @@ static const struct bad s_bad[] = {
     { "assign.master_addr", SET_LEN, 0, NULL, "assign.master_addr: empty, must be set" },
     { "assign.master_addr", SET_LEN, 256, NULL, "assign.master_addr: 256 bytes, more than the bound of 255" },
     { "assign.master_port", SET_VALUE, 65536, NULL, "assign.master_port: 65536 outside 1..65535" },
-    { "assign.node_addrs", SET_COUNT, 4097, NULL, "assign.node_addrs: 4097 entries, more than the bound of 4096" },
+    { "assign.node_addrs", SET_COUNT, 2049, NULL, "assign.node_addrs: 2049 entries, more than the bound of 2048" },
     { "assign.node_addrs", SET_COUNT, 3, NULL, "assign.node_addrs: 3 entries, assign.nnodes is 2" },
     { "assign.node_addrs", SET_ELEM, 0, NULL, "assign.node_addrs[0]: empty, must be set" },
     { "assign.node_addrs", SET_ELEM, 256, NULL, "assign.node_addrs[0]: 256 bytes, more than the bound of 255" },
@@ -256,6 +256,10 @@ static const struct bad s_bad[] = {
     { "assign.heartbeat_interval_ms", SET_VALUE, 0, NULL, "assign.heartbeat_interval_ms: 0 outside 1..86400000" },
     { "assign.heartbeat_timeout_ms", SET_VALUE, 86400001, NULL,
       "assign.heartbeat_timeout_ms: 86400001 outside 1..86400000" },
+    { "assign.local_world_size", SET_VALUE, 0, NULL, "assign.local_world_size: 0 outside 1..1024" },
+    { "assign.local_world_size", SET_VALUE, 3, NULL, "assign.local_ports: 4 entries, assign.local_world_size is 3" },
+    { "assign.local_ports", SET_ELEM, 0, NULL, "assign.local_ports[0]: 0 outside 1..65535" },
+    { "assign.local_ports", SET_ELEM, 7, NULL, "assign.local_ports[0]: 7, but endpoint_ports[2] is 7001" },
     { "assign.heartbeat_timeout_ms", SET_VALUE, 1000, NULL,
       "assign.heartbeat_timeout_ms: 1000, not above the interval of 1000" },
     { "refuse.code", SET_VALUE, 0, NULL, "refuse.code: 0 is not a valid Code" },
@@ -657,56 +661,56 @@ static void test_version_mismatch(void **state)
     char err[512];
 
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 3;
+    s.msg.protocol_version = 4;
     s.join.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 2, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 3, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 2: upgrade plaunch on the coordinator's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 4, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on the coordinator's node");
 
     sample_init(&s, WIRE_JOIN);
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 2, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on node gpu-07");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 3, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on node gpu-07");
 
     sample_init(&s, WIRE_HELLO);
-    s.msg.protocol_version = 3;
+    s.msg.protocol_version = 4;
     s.hello.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 2, NULL, err, sizeof err), -1);
-    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 3, agent (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 2: upgrade plaunch on the agent's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 3, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 4, agent (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on the agent's node");
 
     /* A newer peer's JOIN that breaks this version's bounds: the body is dropped, the version still reported. */
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 4;
+    s.msg.protocol_version = 5;
     s.join.nproc = 2000;
     s.join.n_worker_ports = 0;
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 2, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 4, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 2: upgrade plaunch on this node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 5, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 3: upgrade plaunch on this node");
 
     sample_init(&s, WIRE_HEARTBEAT);
-    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 2, SAMPLE_JOB, err, sizeof err), 0);
+    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 3, SAMPLE_JOB, err, sizeof err), 0);
 }
 
 static void test_newer_body_type(void **state)
 {
-    /* protocol_version 3, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
-    static const uint8_t buf[] = { 0x08, 0x03, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
+    /* protocol_version 4, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
+    static const uint8_t buf[] = { 0x08, 0x04, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
     char err[512];
     wire_msg_t *in = wire_decode(buf, sizeof buf, WIRE_ANY, err, sizeof err);
     assert_non_null(in);
     assert_int_equal(in->body_case, WIRE_NONE);
-    assert_int_equal(wire_check_peer(in, 2, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 3, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 2: upgrade plaunch on this node");
+    assert_int_equal(wire_check_peer(in, 3, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 4, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 3: upgrade plaunch on this node");
     wire_free(&in);
     /* The same from a peer of this version is refused by the decoder: same version, same schema. */
     {
         uint8_t v1[sizeof buf];
         memcpy(v1, buf, sizeof buf);
-        v1[1] = 0x02;
+        v1[1] = 0x03;
         assert_null(wire_decode(v1, sizeof v1, WIRE_ANY, err, sizeof err));
-        assert_string_equal(err, "envelope: field 30 is not in protocol 2 (a peer built from other sources?)");
+        assert_string_equal(err, "envelope: field 30 is not in protocol 3 (a peer built from other sources?)");
     }
 }
 

@@ -31,6 +31,7 @@ struct sample {
     uint32_t local_world_sizes[2];
     char *node_addrs[2];
     uint32_t endpoint_ports[6];
+    uint32_t local_ports[4];
     char *log_tail[2];
     char *error_quote[1];
     uint32_t done_ranks[2];
@@ -94,6 +95,10 @@ static void sample_fill_bodies(struct sample *s)
     s->assign.max_restarts = 3;
     s->assign.heartbeat_interval_ms = 1000;
     s->assign.heartbeat_timeout_ms = 10000;
+    s->assign.local_world_size = 4;
+    s->assign.n_local_ports = 4;
+    memcpy(s->local_ports, s->endpoint_ports + 2, sizeof s->local_ports);
+    s->assign.local_ports = s->local_ports;
 
     plaunch__refuse__init(&s->refuse);
     s->refuse.code = PLAUNCH__REFUSE__CODE__BAD_REQUEST;

@@ -1,0 +1,95 @@
+#!/bin/bash
+# bench-scale.sh: the coordinator against N-1 simulated agents (tests/agentsim, pl_agentsim: a ZeroMQ socket, a
+# TLS 1.3 PSK session and the real wire messages each) plus node 0, a real plaunch that hosts the coordinator and
+# runs one nccl_id worker (rank 0 publishes the ids). Per N, one line:
+#   N=<n> formed_s=<first JOIN to last ASSIGN> ids_s=<to last NCCL id delivered> hb_cpu_pct=<coordinator CPU at
+#   steady heartbeats, % of one core> coord_rss_mib=<its peak RSS>
+# then the ratios between successive N, and a '#' line per N with what else was measured and the checks.
+# Usage: scripts/bench-scale.sh [--heartbeat S] [--heartbeat-timeout S] [--hb-window S] [--perf DIR] [N...]
+#   default N: 1024 4096 16384; heartbeats at plaunch's defaults; --hb-window: seconds of steady heartbeats the
+#   CPU is sampled over (default 10, after 2 s of settling); --perf DIR: perf record of the coordinator per N.
+# Never fails on a missed target; exits 1 only when a run could not be made at all.
+set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh"
+
+hb="" hbt="" window=10 perf_dir=""
+sizes=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --heartbeat) hb=$2; shift 2 ;;
+    --heartbeat-timeout) hbt=$2; shift 2 ;;
+    --hb-window) window=$2; shift 2 ;;
+    --perf) perf_dir=$(realpath -m -- "$2"); shift 2 ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) bench_positive_int N "$1"; sizes+=("$1"); shift ;;
+    esac
+done
+[ ${#sizes[@]} -gt 0 ] || sizes=(1024 4096 16384)
+bench_setup
+[ -x build/tests/tools/pl_agentsim ] && [ -x build/bin/nccl_id ] || make -s all build/tests/tools/pl_agentsim
+cp build/tests/tools/pl_agentsim "$BENCH_TMP/"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+hb_opts=()
+[ -z "$hb" ] || hb_opts+=(--heartbeat "$hb")
+[ -z "$hbt" ] || hb_opts+=(--heartbeat-timeout "$hbt")
+
+# s_scale_run N PORT DIR: node 0 in the background, the simulator in front; the simulator's output is the result.
+s_scale_run() {
+    local n=$1 port=$2 d=$3 pid rc=0
+    PLAUNCH_TOKEN=$("$PLAUNCH" token)
+    export PLAUNCH_TOKEN PLAUNCH_TIMEOUT_MS=600000
+    "$PLAUNCH" --nnodes "$n" --node-rank 0 --master "127.0.0.1:$port" --nproc-per-node 1 --rdzv-timeout 600 \
+        "${hb_opts[@]}" --quiet --tee none --log-dir "$d/log" "$REPO/build/bin/nccl_id" >"$d/node0.out" 2>&1 &
+    pid=$!
+    if [ -n "$perf_dir" ]; then
+        perf record -F 499 -g -p "$pid" -o "$perf_dir/perf.$n.data" >/dev/null 2>&1 &
+    fi
+    "$BENCH_TMP/pl_agentsim" --master "127.0.0.1:$port" --agents $((n - 1)) --coord-pid "$pid" "${hb_opts[@]}" \
+        --settle 2 --hb-window "$window" --deadline 600 || rc=$?
+    wait "$pid" || true
+    return "$rc"
+}
+
+[ -z "$perf_dir" ] || mkdir -p "$perf_dir"
+bench_header "bench-scale: the coordinator with N-1 simulated agents and node 0 (heartbeats ${hb:-0.5 (default)} s, timeout ${hbt:-2.5 (default)} s)"
+port=$((29000 + $$ % 500))
+prev=() first=() results=()
+for n in "${sizes[@]}"; do
+    d=$BENCH_TMP/n$n
+    mkdir -p "$d"
+    rc=0
+    bench_run "$d/sim.out" s_scale_run "$n" "$port" "$d" || rc=$?
+    port=$((port + 1))
+    line=$(grep '^agentsim ' "$d/sim.out" || true)
+    if [ -z "$line" ]; then
+        echo "N=$n: no result (exit $rc); last lines:"
+        tail -n 5 "$d/sim.out" | sed 's/^/#   /'
+        continue
+    fi
+    val() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
+    cur=("$n" "$(val formed_s)" "$(val ids_s)" "$(val hb_cpu_pct)" "$(val coord_rss_mib)")
+    echo "N=$n formed_s=${cur[1]} ids_s=${cur[2]} hb_cpu_pct=${cur[3]} coord_rss_mib=${cur[4]}"
+    failed=$(grep -c '^check FAILED' "$d/sim.out" || true)
+    echo "# N=$n barrier_s=$(val barrier_s) coord_form_cpu_s=$(val coord_form_cpu_s) sim_cpu_s=$(val sim_cpu_s)" \
+        "sim_procs=$(val procs) sessions=$(val sessions) checks: $([ "$failed" = 0 ] && echo "all passed" ||
+            echo "$failed FAILED: $(grep '^check FAILED' "$d/sim.out" | head -2 | tr '\n' ';')")"
+    if [ "$failed" != 0 ]; then # why: the simulator's first complaints, the coordinator's first errors
+        { grep -m 5 '^pl_agentsim' "$d/sim.out" || true
+          grep -h -m 5 ' error \| warn  closed' "$d"/log/plaunch*.log 2>/dev/null || true; } | cut -c1-200 | sed 's/^/#   /'
+    fi
+    if [ ${#prev[@]} -gt 0 ]; then
+        results+=("ratio N=$n/N=${prev[0]}: formed $(bench_div "${cur[1]}" "${prev[1]}")x ids $(bench_div "${cur[2]}" \
+            "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" "${prev[4]}")x")
+    fi
+    prev=("${cur[@]}")
+    [ ${#first[@]} -gt 0 ] || first=("${cur[@]}")
+done
+for r in "${results[@]}"; do echo "$r"; done
+if [ ${#results[@]} -gt 1 ]; then
+    echo "ratio N=${prev[0]}/N=${first[0]}: formed $(bench_div "${prev[1]}" "${first[1]}")x ids $(bench_div \
+        "${prev[2]}" "${first[2]}")x hb_cpu $(bench_div "${prev[3]}" "${first[3]}")x coord_rss $(bench_div \
+        "${prev[4]}" "${first[4]}")x"
+fi
+echo "targets at 16384: formed and ids <= 5 s, hb_cpu_pct <= 20, coord_rss_mib <= 256, 16384 vs 1024 <= 20x"
+echo "load average at end: $(bench_load)"

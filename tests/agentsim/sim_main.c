@@ -1,0 +1,407 @@
+/* pl_agentsim: N simulated plaunch agents in one process against a real coordinator: each with its own ZeroMQ
+ * socket and TLS 1.3 session (PSK handshake), JOIN, ASSIGN, NCCL ids, a barrier and heartbeats, through the real
+ * agent's protocol code (common/wire, common/tls). Measures the rendezvous, the coordinator's CPU at steady
+ * heartbeats and its peak RSS, and checks what every agent got; scripts/bench-scale.sh and agentsim.t run it. */
+#include "sim.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char s_usage[] =
+    "Usage: pl_agentsim --master HOST:PORT --agents N [--nnodes N] [--nproc P] [--threads T] [--window W]\n"
+    "                   [--heartbeat S] [--heartbeat-timeout S] [--ranks] [--silent K] [--keys K1,K2]\n"
+    "                   [--coord-pid PID] [--settle S] [--hb-window S] [--deadline S] [--addr ADDR] [--procs K]\n"
+    "PLAUNCH_TOKEN holds the job's token. N agents join the coordinator at HOST:PORT (--nnodes: what every ASSIGN\n"
+    "must say, default N + 1: node 0 is a real plaunch), P simulated workers each get the ids of the keys (default\n"
+    "world,pipeline) and pass barrier 'done', then heartbeats run for --settle + --hb-window s (the coordinator's\n"
+    "CPU is sampled over the window when --coord-pid is given), then every agent ends with status 0. --silent K:\n"
+    "the last K agents stop sending once steady; the others must get STOP(NODE_LOST). --window W: at most W\n"
+    "agents in a handshake at once (default: all at once, as real nodes starting together). --procs K: the agents\n"
+    "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, five\n"
+    "descriptors per agent). Prints one line of\n"
+    "results and the checks; exit 0 when every check passed, 1 otherwise, 2 for bad usage.\n";
+
+struct sim_cli {
+    struct sim_opts o;
+    int coord_pid;
+    double settle, hb_window, deadline;
+};
+
+static int s_parse(int argc, char **argv, struct sim_cli *c)
+{
+    static const struct option longs[] = {
+        { "master", 1, 0, 'm' }, { "agents", 1, 0, 'n' }, { "nnodes", 1, 0, 'N' }, { "nproc", 1, 0, 'p' },
+        { "threads", 1, 0, 't' }, { "window", 1, 0, 'w' }, { "heartbeat", 1, 0, 'h' },
+        { "heartbeat-timeout", 1, 0, 'H' }, { "ranks", 0, 0, 'r' }, { "silent", 1, 0, 's' }, { "keys", 1, 0, 'k' },
+        { "coord-pid", 1, 0, 'c' }, { "settle", 1, 0, 'S' }, { "hb-window", 1, 0, 'W' }, { "deadline", 1, 0, 'd' },
+        { "addr", 1, 0, 'a' }, { "procs", 1, 0, 'P' }, { "help", 0, 0, '?' }, { 0, 0, 0, 0 } };
+    static char keys[256] = "world,pipeline";
+    struct sim_opts *o = &c->o;
+    const char *master = NULL;
+    int opt;
+    *c = (struct sim_cli){ .settle = 2, .hb_window = 10, .deadline = 300 };
+    *o = (struct sim_opts){ .nproc = 1, .heartbeat = 0.5, .hb_timeout = 2.5,
+                            .nnodes = -1, .threads = -1 };
+    while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (opt) {
+        case 'm': master = optarg; break;
+        case 'n': o->agents = atoi(optarg); break;
+        case 'N': o->nnodes = atoi(optarg); break;
+        case 'p': o->nproc = atoi(optarg); break;
+        case 't': o->threads = atoi(optarg); break;
+        case 'w': o->window = atoi(optarg); break;
+        case 'h': o->heartbeat = atof(optarg); break;
+        case 'H': o->hb_timeout = atof(optarg); break;
+        case 'r': o->ranks = 1; break;
+        case 's': o->silent = atoi(optarg); break;
+        case 'k': snprintf(keys, sizeof keys, "%s", optarg); break;
+        case 'c': c->coord_pid = atoi(optarg); break;
+        case 'S': c->settle = atof(optarg); break;
+        case 'W': c->hb_window = atof(optarg); break;
+        case 'd': c->deadline = atof(optarg); break;
+        case 'a': o->addr = optarg; break;
+        case 'P': o->procs = atoi(optarg); break;
+        default: fputs(s_usage, stderr); return -1;
+        }
+    }
+    for (char *save = NULL, *k = strtok_r(keys, ",", &save); k && o->nkeys < SIM_MAX_KEYS;
+         k = strtok_r(NULL, ",", &save))
+        o->keys[o->nkeys++] = k;
+    if (o->nnodes < 0)
+        o->nnodes = o->agents + 1;
+    if (o->procs <= 0) { /* as many processes as the descriptor limit needs */
+        struct rlimit rl;
+        long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
+                       ? ((long)rl.rlim_max - 512) / SIM_FDS_PER_AGENT : 100000;
+        o->procs = (int)((o->agents + per - 1) / per);
+    }
+    if (o->threads < 0)
+        o->threads = o->procs > 1 ? 1 : 2;
+    if (!master || optind != argc || o->agents < 1 || o->nproc < 1 || o->nproc > SIM_MAX_NPROC || o->threads < 1 ||
+        o->threads > 64 || o->silent < 0 || o->silent >= o->agents || o->heartbeat <= 0 ||
+        o->hb_timeout <= o->heartbeat || o->nkeys < 1 || o->procs < 1 || o->procs > o->agents) {
+        fputs(s_usage, stderr);
+        return -1;
+    }
+    snprintf(o->endpoint, sizeof o->endpoint, "tcp://%s", master);
+    return 0;
+}
+
+/* The coordinator's CPU time in seconds (every thread) and its peak RSS in KiB, from /proc. */
+static double s_proc_cpu(int pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long s_proc_hwm_kib(int pid)
+{
+    char path[64], line[256];
+    long kib = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static void s_nap_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void s_wait_s(double s)
+{
+    uint64_t until = sim_now_ns() + (uint64_t)(s * 1e9);
+    while (sim_now_ns() < until)
+        s_nap_ms(10);
+}
+
+static int s_cmp_first(const void *x, const void *y)
+{
+    const struct sim_result *a = x, *b = y;
+    return (a->first_rank > b->first_rank) - (a->first_rank < b->first_rank);
+}
+
+/* Distinct node ranks, one contiguous range of nproc ranks each, no two overlapping, all inside one world. */
+static int s_check_ranks(const struct sim_opts *o, struct sim_result *all, int n)
+{
+    unsigned char *seen = calloc((size_t)o->nnodes, 1);
+    int bad = !seen;
+    qsort(all, (size_t)n, sizeof *all, s_cmp_first);
+    for (int i = 0; i < n && !bad; i++) {
+        const struct sim_result *a = &all[i];
+        if (!a->assigned || a->world != all[0].world || a->nnodes != o->nnodes || a->node_rank < 0 ||
+            a->node_rank >= o->nnodes || seen[a->node_rank]++ || a->first_rank + o->nproc > a->world ||
+            (i > 0 && all[i - 1].first_rank + o->nproc > a->first_rank)) {
+            fprintf(stderr, "pl_agentsim: agent %d: node rank %d, ranks %d-%d of %d (%s)\n", a->idx, a->node_rank,
+                    a->first_rank, a->first_rank + o->nproc - 1, a->world, a->assigned ? "overlaps or outside"
+                                                                                          : "no ASSIGN");
+            bad = 1;
+        }
+    }
+    free(seen);
+    return bad ? -1 : 0;
+}
+
+/* Seconds from t0 to the latest of one timestamp over every agent; -1 when one of them never got there. */
+static double s_span(const struct sim_result *all, int n, size_t off, uint64_t t0)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t t = *(const uint64_t *)((const char *)&all[i] + off);
+        if (!t)
+            return -1;
+        last = t > last ? t : last;
+    }
+    return last > t0 ? (double)(last - t0) / 1e9 : -1;
+}
+
+struct sim_totals {
+    int failed, id_mismatch, finished, logged;
+    int have_ref[SIM_MAX_KEYS];
+    unsigned char ref[SIM_MAX_KEYS][WIRE_NCCL_ID_BYTES];
+};
+
+struct sim_meas {
+    double hb_pct, form_cpu;
+    long rss_kib;
+    uint64_t steady_ns;
+};
+
+/* The results line and the checks; 0 when every check passed. */
+static int s_report(const struct sim_opts *o, struct sim_result *all, const struct sim_totals *t,
+                    const struct sim_meas *m)
+{
+    int n = o->agents, live = n - o->silent, errors = 0, sessions = 0, ids = 0, passed = 0, lost_ok = 0, got = 0;
+    uint64_t t0 = UINT64_MAX, lost_last = 0;
+    for (int i = 0; i < n; i++) {
+        const struct sim_result *a = &all[i];
+        if (a->joined && a->join_ns < t0)
+            t0 = a->join_ns;
+        errors += a->errors;
+        sessions += a->sessions;
+        ids += a->have_ids;
+        passed += a->passed;
+        got += a->assigned;
+        if (a->idx < live && a->stop_reason == PLAUNCH__STOP__REASON__NODE_LOST) {
+            lost_ok++;
+            lost_last = a->stop_ns > lost_last ? a->stop_ns : lost_last;
+        }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    double sim_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+    printf("agentsim agents=%d nnodes=%d nproc=%d procs=%d threads=%d formed_s=%.3f ids_s=%.3f barrier_s=%.3f "
+           "hb_cpu_pct=%.1f coord_rss_mib=%.1f coord_form_cpu_s=%.2f sim_cpu_s=%.2f sessions=%d", n, o->nnodes,
+           o->nproc, o->procs, o->threads, s_span(all, n, offsetof(struct sim_result, assign_ns), t0),
+           s_span(all, n, offsetof(struct sim_result, ids_ns), t0),
+           s_span(all, n, offsetof(struct sim_result, barrier_ns), t0), m->hb_pct,
+           m->rss_kib >= 0 ? (double)m->rss_kib / 1024 : -1.0, m->form_cpu, sim_cpu, sessions);
+    if (o->silent)
+        printf(" lost_detect_s=%.3f", lost_last > m->steady_ns ? (double)(lost_last - m->steady_ns) / 1e9 : -1.0);
+    printf(" world=%d\n", n ? all[0].world : -1);
+    for (int j = 0; j < o->nkeys; j++) { /* the ids every agent holds, for a comparison with the real nodes' */
+        printf("agentsim id %s ", o->keys[j]);
+        for (int b = 0; b < WIRE_NCCL_ID_BYTES; b++)
+            printf("%02x", t->have_ref[j] ? t->ref[j][b] : 0);
+        printf("\n");
+    }
+    int rc = 0;
+#define SIM_CHECK(cond, ...) do { int ok_ = (cond); printf("check %s: ", ok_ ? "ok" : "FAILED"); printf(__VA_ARGS__); \
+        printf("\n"); rc |= !ok_; } while (0)
+    SIM_CHECK(got == n && s_check_ranks(o, all, n) == 0,
+              "%d of %d agents assigned, each a distinct node rank and its own contiguous range of %d ranks", got, n,
+              o->nproc);
+    SIM_CHECK(ids == n && t->id_mismatch == 0, "%d of %d agents hold every id, %d copies differ from the first", ids,
+              n, t->id_mismatch);
+    SIM_CHECK(passed == n, "%d of %d agents passed barrier '%s'", passed, n, SIM_BARRIER);
+    SIM_CHECK(errors == 0 && t->failed == 0, "%d protocol errors, %d agents failed", errors, t->failed);
+    if (o->silent)
+        SIM_CHECK(lost_ok == live, "%d of %d live agents got STOP(NODE_LOST) after %d went silent", lost_ok, live,
+                  o->silent);
+    else
+        SIM_CHECK(t->finished == n, "%d of %d agents got the coordinator's BYE", t->finished, n);
+    return rc;
+}
+
+struct sim_child {
+    pid_t pid;
+    int up, down, first, n;
+};
+
+static int s_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t r = read(fd, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Waits until every child sent byte `want` (or the deadline, ns); 0, or -1. */
+static int s_wait_children(struct sim_child *ch, int k, char want, uint64_t deadline)
+{
+    for (int i = 0; i < k; i++) {
+        for (;;) {
+            int ms = deadline > sim_now_ns() ? (int)((deadline - sim_now_ns()) / 1000000) + 1 : 0;
+            struct pollfd pfd = { .fd = ch[i].up, .events = POLLIN };
+            char c;
+            if (poll(&pfd, 1, ms) <= 0)
+                return -1;
+            if (read(ch[i].up, &c, 1) != 1)
+                return -1;
+            if (c == want)
+                break;
+        }
+    }
+    return 0;
+}
+
+static void s_tell(struct sim_child *ch, int k, char c)
+{
+    for (int i = 0; i < k; i++)
+        if (write(ch[i].down, &c, 1) != 1)
+            fprintf(stderr, "pl_agentsim: process %d is gone\n", (int)ch[i].pid);
+}
+
+static int s_fork(const struct sim_opts *o, struct sim_child *ch, int i)
+{
+    int up[2], down[2];
+    ch->first = (int)((long)o->agents * i / o->procs);
+    ch->n = (int)((long)o->agents * (i + 1) / o->procs) - ch->first;
+    if (pipe(up) < 0 || pipe(down) < 0)
+        return -1;
+    fflush(NULL);
+    ch->pid = fork();
+    if (ch->pid < 0)
+        return -1;
+    if (ch->pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        _exit(sim_part_run(o, ch->first, ch->n, up[1], down[0]));
+    }
+    close(up[1]);
+    close(down[0]);
+    ch->up = up[0];
+    ch->down = down[1];
+    return 0;
+}
+
+/* Every child's report and results; ids compared across processes. */
+static int s_collect(const struct sim_opts *o, struct sim_child *ch, struct sim_result *all, struct sim_totals *t)
+{
+    int k = 0;
+    for (int i = 0; i < o->procs; i++) {
+        struct sim_part_report rep;
+        if (s_wait_children(&ch[i], 1, SIM_UP_DONE, sim_now_ns() + 120000000000ull) < 0 ||
+            s_read_all(ch[i].up, &rep, sizeof rep) < 0 || rep.n != ch[i].n ||
+            s_read_all(ch[i].up, all + k, (size_t)rep.n * sizeof *all) < 0) {
+            fprintf(stderr, "pl_agentsim: no results from process %d\n", (int)ch[i].pid);
+            return -1;
+        }
+        k += rep.n;
+        t->failed += rep.failed;
+        t->id_mismatch += rep.id_mismatch;
+        t->finished += rep.finished;
+        t->logged += rep.logged;
+        for (int j = 0; j < SIM_MAX_KEYS; j++) {
+            if (!rep.have_ref[j])
+                continue;
+            if (!t->have_ref[j])
+                memcpy(t->ref[j], rep.ref[j], WIRE_NCCL_ID_BYTES);
+            else if (memcmp(t->ref[j], rep.ref[j], WIRE_NCCL_ID_BYTES) != 0)
+                t->id_mismatch++;
+            t->have_ref[j] = 1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct sim_cli c;
+    if (s_parse(argc, argv, &c) < 0)
+        return 2;
+    struct sim_opts *o = &c.o;
+    struct sim_child *ch = calloc((size_t)o->procs, sizeof *ch);
+    struct sim_result *all = calloc((size_t)o->agents, sizeof *all);
+    struct sim_totals t = { 0 };
+    struct sim_meas m = { .hb_pct = -1, .form_cpu = -1, .rss_kib = -1 };
+    if (!ch || !all)
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+    uint64_t deadline = sim_now_ns() + (uint64_t)(c.deadline * 1e9);
+    double cpu_start = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+    for (int i = 0; i < o->procs; i++)
+        if (s_fork(o, &ch[i], i) < 0) {
+            fprintf(stderr, "pl_agentsim: cannot start process %d: %s\n", i, strerror(errno));
+            return 1;
+        }
+    if (s_wait_children(ch, o->procs, SIM_UP_FORMED, deadline) < 0)
+        fprintf(stderr, "pl_agentsim: the job did not form within --deadline %g s\n", c.deadline);
+    m.steady_ns = sim_now_ns();
+    m.form_cpu = cpu_start >= 0 ? s_proc_cpu(c.coord_pid) - cpu_start : -1;
+    s_tell(ch, o->procs, SIM_DOWN_STEADY);
+    if (o->silent) { /* the coordinator must notice within its heartbeat timeout (plus a tick) */
+        uint64_t lost_by = sim_now_ns() + (uint64_t)((o->hb_timeout * 2 + 5) * 1e9);
+        if (s_wait_children(ch, o->procs, SIM_UP_STOPPED, lost_by < deadline ? lost_by : deadline) < 0)
+            fprintf(stderr, "pl_agentsim: not every live agent got STOP within %.1f s\n", o->hb_timeout * 2 + 5);
+    } else if (c.settle + c.hb_window > 0) {
+        s_wait_s(c.settle);
+        double cpu0 = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+        uint64_t w0 = sim_now_ns();
+        s_wait_s(c.hb_window);
+        double cpu1 = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+        if (cpu0 >= 0 && cpu1 >= 0)
+            m.hb_pct = 100 * (cpu1 - cpu0) / ((double)(sim_now_ns() - w0) / 1e9);
+    }
+    if (c.coord_pid)
+        m.rss_kib = s_proc_hwm_kib(c.coord_pid);
+    s_tell(ch, o->procs, SIM_DOWN_END);
+    int rc = s_collect(o, ch, all, &t);
+    for (int i = 0; i < o->procs; i++) {
+        int st;
+        waitpid(ch[i].pid, &st, 0);
+        rc |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    if (rc == 0)
+        rc = s_report(o, all, &t, &m);
+    if (t.logged > 20 * o->procs)
+        fprintf(stderr, "pl_agentsim: %d more error lines not shown\n", t.logged - 20 * o->procs);
+    free(all);
+    free(ch);
+    return rc ? 1 : 0;
+}
