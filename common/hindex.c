@@ -1,7 +1,12 @@
-/* hindex: open addressing with linear probing; a slot holds a hash and a value, the caller decides what is stale. */
+/* hindex: open addressing with linear probing over keyed hashes; a slot holds a hash and a value, the caller decides
+ * what is stale. */
 #include "hindex.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #define HI_MIN 64
 
@@ -10,12 +15,61 @@ struct hindex_slot {
     int value; /* -1: empty */
 };
 
-uint32_t hindex_hash(const void *data, size_t len, uint32_t seed)
+/* The process's SipHash key: random, so that a peer choosing its own routing id cannot aim entries at one slot. */
+static uint64_t s_key[2];
+static pthread_once_t s_key_once = PTHREAD_ONCE_INIT;
+
+static void s_key_init(void)
+{
+    if (getrandom(s_key, sizeof s_key, 0) != (ssize_t)sizeof s_key) { /* no entropy: weaker, never wrong */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        s_key[0] = (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        s_key[1] = (uint64_t)t.tv_sec ^ (uint64_t)(uintptr_t)&t;
+    }
+}
+
+#define S_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define S_ROUND(v0, v1, v2, v3) do { \
+        v0 += v1; v1 = S_ROTL(v1, 13); v1 ^= v0; v0 = S_ROTL(v0, 32); \
+        v2 += v3; v3 = S_ROTL(v3, 16); v3 ^= v2; \
+        v0 += v3; v3 = S_ROTL(v3, 21); v3 ^= v0; \
+        v2 += v1; v1 = S_ROTL(v1, 17); v1 ^= v2; v2 = S_ROTL(v2, 32); \
+    } while (0)
+
+uint64_t hindex_siphash(const uint64_t key[2], const void *data, size_t len)
 {
     const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        seed = (seed ^ p[i]) * 16777619u;
-    return seed;
+    uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+    uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+    size_t whole = len & ~(size_t)7;
+    for (size_t i = 0; i < whole; i += 8) {
+        uint64_t m = 0;
+        for (int b = 7; b >= 0; b--)
+            m = m << 8 | p[i + (size_t)b];
+        v3 ^= m;
+        S_ROUND(v0, v1, v2, v3);
+        S_ROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    uint64_t last = (uint64_t)len << 56;
+    for (size_t b = 0; b < (len & 7); b++)
+        last |= (uint64_t)p[whole + b] << (8 * b);
+    v3 ^= last;
+    S_ROUND(v0, v1, v2, v3);
+    S_ROUND(v0, v1, v2, v3);
+    v0 ^= last;
+    v2 ^= 0xff;
+    for (int r = 0; r < 4; r++)
+        S_ROUND(v0, v1, v2, v3);
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint32_t hindex_hash(const void *data, size_t len, uint32_t seed)
+{
+    pthread_once(&s_key_once, s_key_init);
+    uint64_t key[2] = { s_key[0] ^ seed, s_key[1] };
+    return (uint32_t)hindex_siphash(key, data, len);
 }
 
 static void s_place(hindex_t *h, uint32_t hash, int value)

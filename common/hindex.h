@@ -17,8 +17,12 @@ typedef struct hindex {
 
 #define HINDEX_ZERO { NULL, 0, 0 }
 
-/* FNV-1a of len bytes, continuing from seed (2166136261 to start). */
+/* SipHash-2-4 of len bytes under this process's random key with seed folded in (HINDEX_SEED to start, a previous
+ * hash to chain): peers that choose their keys (ZeroMQ routing ids, host names) cannot make them collide. */
+#define HINDEX_SEED 0u
 uint32_t hindex_hash(const void *data, size_t len, uint32_t seed);
+/* SipHash-2-4 of len bytes under key (its 64-bit result; for the tests' reference vectors). */
+uint64_t hindex_siphash(const uint64_t key[2], const void *data, size_t len);
 /* Indexes value under hash (value >= 0); an entry of the same value and hash is not added twice. 0, or -1 out of
  * memory (the index then misses value: callers fall back to a scan). */
 int hindex_put(hindex_t *h, uint32_t hash, int value, hindex_fn live, void *arg);

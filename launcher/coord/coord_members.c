@@ -37,7 +37,7 @@ static void s_count(struct coord_members *m, int gen, int delta)
 
 static uint32_t s_hash(const char *host, uint32_t pid)
 {
-    return hindex_hash(&pid, sizeof pid, hindex_hash(host, strlen(host), 2166136261u));
+    return hindex_hash(&pid, sizeof pid, hindex_hash(host, strlen(host), HINDEX_SEED));
 }
 
 static int s_is_member(const coord_server_t *cs, int peer)

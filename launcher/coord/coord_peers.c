@@ -33,14 +33,14 @@ static int s_rid_live(void *arg, int peer, uint32_t hash)
 {
     const coord_server_t *cs = arg;
     const struct peer *p = peer >= 1 && peer < cs->npeers ? &cs->peers[peer] : NULL;
-    return p && p->used && p->rid_len && hindex_hash(p->rid, p->rid_len, 2166136261u) == hash;
+    return p && p->used && p->rid_len && hindex_hash(p->rid, p->rid_len, HINDEX_SEED) == hash;
 }
 
 static void s_index_rid(coord_server_t *cs, int peer)
 {
     const struct peer *p = &cs->peers[peer];
     if (p->rid_len &&
-        hindex_put(&cs->rids, hindex_hash(p->rid, p->rid_len, 2166136261u), peer, s_rid_live, cs) < 0)
+        hindex_put(&cs->rids, hindex_hash(p->rid, p->rid_len, HINDEX_SEED), peer, s_rid_live, cs) < 0)
         cs->rid_broken = 1;
 }
 
@@ -52,7 +52,7 @@ int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_
         return i; /* the session of the connection the frame came on: nearly always */
     /* a new connection, or a frame of one that is over, whose number another one took */
     if (!cs->rid_broken)
-        return len ? hindex_find(&cs->rids, hindex_hash(rid, len, 2166136261u), s_rid_match, &r) : -1;
+        return len ? hindex_find(&cs->rids, hindex_hash(rid, len, HINDEX_SEED), s_rid_match, &r) : -1;
     for (i = 1; i < cs->npeers; i++)
         if (s_is(&cs->peers[i], rid, len))
             return i;
