@@ -84,6 +84,10 @@ static void s_reset(link_t *l, const char *why, int keep)
         l->old_sock = l->sock;
         l->sock = NULL;
     }
+    if (fatal && l->sock) { /* the alert must leave: with no linger it was lost when the socket closed at once */
+        int linger = 200;
+        zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);
+    }
     s_close(l, &l->sock, &l->mon);
     l->open = 0;
     if (fatal) {

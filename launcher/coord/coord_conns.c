@@ -103,10 +103,17 @@ void coord_conns_drain_monitor(coord_server_t *cs)
         zmq_msg_close(&ev);
         zmq_msg_close(&addr);
         if (event == ZMQ_EVENT_ACCEPTED) {
+            for (int i = 0; i < cs->ngone; i++)
+                if (cs->gone[i].fd == (int)value) { /* its descriptor was a closed one's: that one ends first */
+                    coord_conns_settle(cs);
+                    break;
+                }
             conn_guard_accepted(cs->guard, (int)value);
             s_note_reconnect(cs, (int)value);
         } else if (event == ZMQ_EVENT_DISCONNECTED) {
-            conn_guard_gone(cs->guard, (int)value);
+            if (cs->ngone == CS_GONE_MAX)
+                coord_conns_settle(cs);
+            cs->gone[cs->ngone++] = (struct cs_gone){ (int)value, cs->zmtp_failed, cs->zmtp_error };
             cs->zmtp_failed = 0;
         } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
             cs->zmtp_failed = 1; /* the connection's DISCONNECTED comes next: it names the descriptor */
@@ -115,6 +122,20 @@ void coord_conns_drain_monitor(coord_server_t *cs)
             conn_guard_out_of_fds(cs->guard); /* libzmq retries accept(2) at once: make room */
         }
     }
+}
+
+void coord_conns_settle(coord_server_t *cs)
+{
+    struct cs_gone gone[CS_GONE_MAX];
+    int n = cs->ngone;
+    memcpy(gone, cs->gone, (size_t)n * sizeof *gone); /* an end's callback may drain the monitor again */
+    cs->ngone = 0;
+    for (int i = 0; i < n; i++) {
+        cs->zmtp_failed = gone[i].zmtp_failed;
+        cs->zmtp_error = gone[i].zmtp_error;
+        conn_guard_gone(cs->guard, gone[i].fd);
+    }
+    cs->zmtp_failed = 0;
 }
 
 /* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
@@ -132,12 +153,6 @@ int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, s
     if (n <= 0 || zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -1;
     return zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
-}
-
-static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
-{
-    coord_conns_drain_monitor(arg);
-    return 0;
 }
 
 /* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as
@@ -171,7 +186,7 @@ static void s_raise_fds(coord_server_t *cs)
                  (unsigned long)rl.rlim_cur, nnodes);
 }
 
-int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
+int coord_conns_open(coord_server_t *cs, loop_io_fn on_monitor, char *err, size_t errlen)
 {
     struct conn_limits lim;
     s_raise_fds(cs);
@@ -194,7 +209,7 @@ int coord_conns_open(coord_server_t *cs, char *err, size_t errlen)
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         return -1;
     }
-    if (loop_add_socket(cs->loop, cs->monitor, ZMQ_POLLIN, s_on_monitor, cs) < 0) {
+    if (loop_add_socket(cs->loop, cs->monitor, ZMQ_POLLIN, on_monitor, cs) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         return -1;
     }

@@ -23,6 +23,7 @@
 /* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
  * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */
 #define CS_RECONNECT_GRACE_MS 250
+#define CS_GONE_MAX 64 /* closes held back until the ROUTER is read; more are taken in at once */
 /* How often a rendezvous that waits says who joined. */
 #define CS_SAY_NS 5000000000ull
 
@@ -114,6 +115,10 @@ struct coord_server {
     struct coord_events ev;     /* the floors above the transport, set by coord_server_new: called only through these */
     int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
     unsigned zmtp_error;
+    /* Connections the monitor reported closed, taken in once the ROUTER holds no more of their frames (a TLS
+     * alert sent just before a close must still be read: it says why the peer gave up). */
+    struct cs_gone { int fd, zmtp_failed; unsigned zmtp_error; } gone[CS_GONE_MAX];
+    int ngone;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
@@ -235,11 +240,15 @@ void coord_members_free(coord_server_t *cs);
 /* coord_conns.c: connections (below coord_transport.c; calls up only through cs->ev) */
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x)
-/* Guard, bounded warnings and the ROUTER's monitor; before the ROUTER binds. 0, or -1 + message. */
-int coord_conns_open(coord_server_t *cs, char *err, size_t errlen);
+/* Guard, bounded warnings and the ROUTER's monitor, whose events wake on_monitor; before the ROUTER binds. 0, or
+ * -1 + message. */
+int coord_conns_open(coord_server_t *cs, loop_io_fn on_monitor, char *err, size_t errlen);
 void coord_conns_close(coord_server_t *cs);
-/* Takes in every pending monitor event (a frame's connection is then known). */
+/* Takes in every pending monitor event (a frame's connection is then known); closed connections wait in cs->gone
+ * until coord_conns_settle. */
 void coord_conns_drain_monitor(coord_server_t *cs);
+/* Ends the connections in cs->gone: call it once the ROUTER has no frame left to read. */
+void coord_conns_settle(coord_server_t *cs);
 /* A plaintext REFUSE to routing id rid ("this coordinator requires TLS"). 0 sent, -1 not (no such peer now). */
 int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
 /* coord_world.c */

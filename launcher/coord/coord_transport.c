@@ -246,6 +246,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         if (ok < 0) {
             zmq_msg_close(&rid);
             zmq_msg_close(&body);
+            coord_conns_settle(cs); /* every frame of the closed connections has been read */
             break;
         }
         /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
@@ -323,7 +324,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     }
     if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
         s_say_rendezvous(cs, now);
-    s_admit(cs); /* slots freed by handshakes that ended without a frame (closed, past their deadline) */
+    /* closes to take in; slots freed by handshakes that ended without a frame (closed, past their deadline) */
+    s_on_router(loop, -1, cs->router, 0, cs);
     if (cs->state != CS_DONE)
         cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
     return 0;
@@ -406,7 +408,7 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         goto error;
     }
-    if (coord_conns_open(cs, err, errlen) < 0)
+    if (coord_conns_open(cs, s_on_router, err, errlen) < 0)
         goto error;
     if (zmq_bind(cs->router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
