@@ -39,6 +39,14 @@ static void s_flush(link_t *l)
             log_debug("link: frame to %s not queued: %s", l->endpoint, zmq_strerror(errno));
 }
 
+/* Gives what sock still holds (a TLS alert, a BYE, close_notify) 200 ms to leave once it is closed; sockets are
+ * made with no linger, so that a broken session never delays the next. */
+static void s_linger(void *sock)
+{
+    int ms = 200;
+    zmq_setsockopt(sock, ZMQ_LINGER, &ms, sizeof ms);
+}
+
 /* Closes sock and its monitor. */
 static void s_close(link_t *l, void **sock, void **mon)
 {
@@ -84,10 +92,8 @@ static void s_reset(link_t *l, const char *why, int keep)
         l->old_sock = l->sock;
         l->sock = NULL;
     }
-    if (fatal && l->sock) { /* the alert must leave: with no linger it was lost when the socket closed at once */
-        int linger = 200;
-        zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);
-    }
+    if (fatal && l->sock) /* the alert must leave: with no linger it was lost when the socket closed at once */
+        s_linger(l->sock);
     s_close(l, &l->sock, &l->mon);
     l->open = 0;
     if (fatal) {
@@ -279,10 +285,8 @@ void link_destroy(link_t **pl)
     }
     if (l->retry_timer > 0)
         loop_timer_cancel(l->loop, l->retry_timer);
-    if (l->sock) {
-        int linger = 200; /* let a last BYE and close_notify leave */
-        zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger);
-    }
+    if (l->sock) /* let a last BYE and close_notify leave */
+        s_linger(l->sock);
     void *none = NULL;
     s_close(l, &l->sock, &l->mon);
     s_close(l, &l->old_sock, &none);
