@@ -160,7 +160,7 @@ wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err
         wire_fail(err, errlen, "message of %zu bytes, more than WIRE_MAX_MSG (%u)", len, WIRE_MAX_MSG);
         goto error;
     }
-    if (s_scan_wire(&plaunch__envelope__descriptor, buf, len, 1, "", &scan) < 0)
+    if (s_scan_wire(&plaunch__envelope__descriptor, buf, len, 2, "", &scan) < 0) /* the body, RELAYED's items */
         goto error;
     msg = plaunch__envelope__unpack(&alloc, len, buf);
     if (!msg) {

@@ -12,7 +12,7 @@
 
 #include "wire.pb-c.h"
 
-#define WIRE_PROTOCOL_VERSION 3u
+#define WIRE_PROTOCOL_VERSION 4u
 
 /* Bounds (docs/protocol.md explains each). The largest valid message is an ASSIGN for 65536 ranks. */
 #define WIRE_MAX_MSG         (1u << 20)  /* encoded envelope, checked before unpacking */
@@ -34,6 +34,11 @@
 #define WIRE_MAX_GRACE_S     3600
 #define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */
 #define WIRE_MAX_SIGNAL      64
+#define WIRE_MAX_ENDPOINT    300         /* "tcp://ADDR:PORT" of a relay */
+#define WIRE_MAX_RELAYED     (WIRE_MAX_MSG - 4096) /* one child's message inside RELAYED */
+#define WIRE_MAX_RELAY_ITEMS 4096        /* items of one RELAYED */
+#define WIRE_MAX_RELAY_TO    65535       /* children named by one item */
+#define WIRE_MAX_ADDR        79          /* a child's remote address in RELAYED's OPENED */
 /* An ASSIGN carries the tables of every node and rank only while nnodes x world_size stays within this (the
  * broadcast then stays under ~60 MB): beyond, each node gets its own part only (docs/protocol.md). */
 #define WIRE_TABLES_MAX      (1u << 22)
@@ -58,6 +63,10 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
 #define WIRE_BARRIER_DONE PLAUNCH__ENVELOPE__BODY_BARRIER_DONE
 #define WIRE_REPORT PLAUNCH__ENVELOPE__BODY_REPORT
 #define WIRE_BYE PLAUNCH__ENVELOPE__BODY_BYE
+#define WIRE_RELAY_START PLAUNCH__ENVELOPE__BODY_RELAY_START
+#define WIRE_RELAY_READY PLAUNCH__ENVELOPE__BODY_RELAY_READY
+#define WIRE_REDIRECT PLAUNCH__ENVELOPE__BODY_REDIRECT
+#define WIRE_RELAYED PLAUNCH__ENVELOPE__BODY_RELAYED
 
 /* Which bodies a receiver accepts (the `allowed` argument of wire_decode). */
 #define WIRE_BIT(type) (1u << (type))
@@ -65,19 +74,24 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
     (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) |                 \
      WIRE_BIT(WIRE_HEARTBEAT) | WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID_PUT) |    \
      WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_BARRIER_DONE) |  \
-     WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE))
+     WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE) | WIRE_BIT(WIRE_RELAY_START) | WIRE_BIT(WIRE_RELAY_READY) |       \
+     WIRE_BIT(WIRE_REDIRECT) | WIRE_BIT(WIRE_RELAYED))
 /* worker -> agent over ipc:// */
 #define WIRE_TO_AGENT_IPC                                                                                         \
     (WIRE_BIT(WIRE_NCCL_ID_PUT) | WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_REPORT))
-/* agent -> coordinator */
-#define WIRE_TO_COORD                                                                                             \
+/* a relay's child -> the relay (each one but HEARTBEAT goes on to the coordinator inside RELAYED) */
+#define WIRE_TO_RELAY                                                                                             \
     (WIRE_TO_AGENT_IPC | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |                  \
      WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_BYE))
+/* agent -> coordinator */
+#define WIRE_TO_COORD (WIRE_TO_RELAY | WIRE_BIT(WIRE_RELAY_READY) | WIRE_BIT(WIRE_RELAYED))
 /* coordinator -> agent */
 #define WIRE_TO_AGENT                                                                                             \
     (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |            \
      WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE) | WIRE_BIT(WIRE_BYE) |           \
-     WIRE_BIT(WIRE_REPORT))
+     WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_RELAY_START) | WIRE_BIT(WIRE_RELAYED))
+/* coordinator -> agent in plaintext, before any TLS session: the answer to a ClientHello */
+#define WIRE_TO_AGENT_PLAIN (WIRE_BIT(WIRE_REDIRECT) | WIRE_BIT(WIRE_REFUSE))
 /* agent -> worker over ipc:// */
 #define WIRE_TO_WORKER                                                                                            \
     (WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE))

@@ -1,5 +1,5 @@
-/* wire_check: the bound of every field of every message, the cross-field rules, and the message-type names and
- * error formatter that the rest of the wire module builds on (the peer's version and job: wire_peer.c). */
+/* wire_check: the bound of every field of every message and the cross-field rules (names and the error formatter:
+ * wire_names.c; the peer's version and job: wire_peer.c). */
 #include "wire.h"
 
 #include <inttypes.h>
@@ -7,42 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
-static const char *const s_type_names[] = {
-    [WIRE_NONE] = "NONE",
-    [WIRE_HELLO] = "HELLO",
-    [WIRE_JOIN] = "JOIN",
-    [WIRE_ASSIGN] = "ASSIGN",
-    [WIRE_REFUSE] = "REFUSE",
-    [WIRE_HEARTBEAT] = "HEARTBEAT",
-    [WIRE_WORKER_EXIT] = "WORKER_EXIT",
-    [WIRE_STOP] = "STOP",
-    [WIRE_NCCL_ID_PUT] = "NCCL_ID_PUT",
-    [WIRE_NCCL_ID_GET] = "NCCL_ID_GET",
-    [WIRE_NCCL_ID] = "NCCL_ID",
-    [WIRE_BARRIER] = "BARRIER",
-    [WIRE_BARRIER_DONE] = "BARRIER_DONE",
-    [WIRE_REPORT] = "REPORT",
-    [WIRE_BYE] = "BYE",
-};
-
-int wire_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-const char *wire_type_name(wire_type_t type)
-{
-    if ((unsigned)type < sizeof s_type_names / sizeof s_type_names[0] && s_type_names[type])
-        return s_type_names[type];
-    return "UNKNOWN";
-}
 
 /* CS_TOKEN: printable ASCII without spaces, for names that end up in logs, environment variables and file names. */
 enum charset { CS_ANY, CS_TOKEN };
@@ -73,6 +37,10 @@ struct rule {
 #define BDONE &plaunch__barrier_done__descriptor
 #define REPORT &plaunch__report__descriptor
 #define BYE &plaunch__bye__descriptor
+#define RSTART &plaunch__relay_start__descriptor
+#define RREADY &plaunch__relay_ready__descriptor
+#define REDIR &plaunch__redirect__descriptor
+#define RITEM &plaunch__relay_item__descriptor
 
 /* Every non-message field of wire.proto has a row; a field without one fails every check (and the unit tests). */
 static const struct rule s_rules[] = {
@@ -141,6 +109,20 @@ static const struct rule s_rules[] = {
     { REPORT, "kind", 1, WIRE_MAX_KIND, 0, CS_TOKEN },
     { REPORT, "json", 1, WIRE_MAX_REPORT, 0, CS_ANY },
     { BYE, "exit_status", 0, 255, 0, CS_ANY },
+    { RSTART, "max_children", 1, WIRE_MAX_RELAY_TO, 0, CS_ANY },
+    { RSTART, "heartbeat_interval_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
+    { RSTART, "heartbeat_timeout_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
+    { RREADY, "endpoint", 0, WIRE_MAX_ENDPOINT, 0, CS_TOKEN },
+    { RREADY, "text", 0, WIRE_MAX_TEXT, 0, CS_ANY },
+    { REDIR, "endpoint", 1, WIRE_MAX_ENDPOINT, 0, CS_TOKEN },
+    { RITEM, "event", 0, INT32_MAX, 0, CS_ANY },
+    { RITEM, "from", 0, UINT32_MAX, 0, CS_ANY },
+    { RITEM, "to", 1, UINT32_MAX, WIRE_MAX_RELAY_TO, CS_ANY },
+    { RITEM, "payload", 0, WIRE_MAX_RELAYED, 0, CS_ANY },
+    { RITEM, "watch", 0, 1, 0, CS_ANY },
+    { RITEM, "peer_addr", 0, WIRE_MAX_ADDR, 0, CS_TOKEN },
+    { RITEM, "peer_name", 0, WIRE_MAX_HOST, 0, CS_ANY },
+    { RITEM, "text", 0, WIRE_MAX_TEXT, 0, CS_ANY },
 };
 
 /* Where a value sits, named only when a check fails: "join.worker_ports[3]". idx < 0 for a singular field. */
@@ -400,6 +382,36 @@ static int s_check_unknown(const ProtobufCMessage *m, const char *name, char *er
                      name, m->unknown_fields[0].tag, WIRE_PROTOCOL_VERSION);
 }
 
+/* RELAYED: 1..WIRE_MAX_RELAY_ITEMS items, each checked field by field, then what its event needs: a child named
+ * one way only (from >= 1, or 1.. entries in to), a payload with MESSAGE and none without, who the child is with
+ * OPENED, and the children to drop with DROP. Which way it travels is the receiver's to check. */
+static int s_check_relayed(const Plaunch__Relayed *r, char *err, size_t errlen)
+{
+    if (r->n_items < 1 || r->n_items > WIRE_MAX_RELAY_ITEMS)
+        return wire_fail(err, errlen, "relayed.items: %zu entries, must be 1..%u", r->n_items, WIRE_MAX_RELAY_ITEMS);
+    for (size_t i = 0; i < r->n_items; i++) {
+        const Plaunch__RelayItem *it = r->items[i];
+        int ev = it ? (int)it->event : -1;
+        const char *bad = NULL;
+        if (!it || it->base.descriptor != RITEM)
+            bad = "missing";
+        else if (s_check_unknown(&it->base, "relayed.items", err, errlen) < 0 ||
+                 s_check_fields(&it->base, "relayed.items", err, errlen) < 0)
+            return -1;
+        else if ((it->from != 0) == (it->n_to != 0))
+            bad = "names its children neither or both ways (from and to)";
+        else if ((ev == PLAUNCH__RELAY_ITEM__EVENT__MESSAGE) != (it->payload.len > 0))
+            bad = ev == PLAUNCH__RELAY_ITEM__EVENT__MESSAGE ? "MESSAGE without a payload" : "a payload without MESSAGE";
+        else if (ev == PLAUNCH__RELAY_ITEM__EVENT__OPENED && (!it->peer_addr[0] || !it->peer_name[0] || !it->from))
+            bad = "OPENED without from, peer_addr and peer_name";
+        else if ((ev == PLAUNCH__RELAY_ITEM__EVENT__DROP) != (it->n_to > 0 && ev != PLAUNCH__RELAY_ITEM__EVENT__MESSAGE))
+            bad = ev == PLAUNCH__RELAY_ITEM__EVENT__DROP ? "DROP without to" : "an event for children in to";
+        if (bad)
+            return wire_fail(err, errlen, "relayed.items[%zu]: %s", i, bad);
+    }
+    return 0;
+}
+
 int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen)
 {
     if (msg->protocol_version == WIRE_PROTOCOL_VERSION && s_check_unknown(&msg->base, "envelope", err, errlen) < 0)
@@ -429,6 +441,11 @@ int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t e
         return s_check_join(msg->join, err, errlen);
     if (type == WIRE_ASSIGN)
         return s_check_assign(msg->assign, err, errlen);
+    if (type == WIRE_RELAYED)
+        return s_check_relayed(msg->relayed, err, errlen);
+    if (type == WIRE_RELAY_START && msg->relay_start->heartbeat_timeout_ms <= msg->relay_start->heartbeat_interval_ms)
+        return wire_fail(err, errlen, "relay_start.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
+                         msg->relay_start->heartbeat_timeout_ms, msg->relay_start->heartbeat_interval_ms);
     return 0;
 }
 

@@ -661,56 +661,56 @@ static void test_version_mismatch(void **state)
     char err[512];
 
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 4;
+    s.msg.protocol_version = 5;
     s.join.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 4, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on the coordinator's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 5, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on the coordinator's node");
 
     sample_init(&s, WIRE_JOIN);
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 3, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on node gpu-07");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 5, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 4, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 5: upgrade plaunch on node gpu-07");
 
     sample_init(&s, WIRE_HELLO);
-    s.msg.protocol_version = 4;
+    s.msg.protocol_version = 5;
     s.hello.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 3, NULL, err, sizeof err), -1);
-    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 4, agent (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 3: upgrade plaunch on the agent's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 4, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 5, agent (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on the agent's node");
 
     /* A newer peer's JOIN that breaks this version's bounds: the body is dropped, the version still reported. */
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 5;
+    s.msg.protocol_version = 6;
     s.join.nproc = 2000;
     s.join.n_worker_ports = 0;
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 3, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 5, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 3: upgrade plaunch on this node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 6, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 4: upgrade plaunch on this node");
 
     sample_init(&s, WIRE_HEARTBEAT);
-    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 3, SAMPLE_JOB, err, sizeof err), 0);
+    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 4, SAMPLE_JOB, err, sizeof err), 0);
 }
 
 static void test_newer_body_type(void **state)
 {
-    /* protocol_version 4, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
-    static const uint8_t buf[] = { 0x08, 0x04, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
+    /* protocol_version 5, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
+    static const uint8_t buf[] = { 0x08, 0x05, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
     char err[512];
     wire_msg_t *in = wire_decode(buf, sizeof buf, WIRE_ANY, err, sizeof err);
     assert_non_null(in);
     assert_int_equal(in->body_case, WIRE_NONE);
-    assert_int_equal(wire_check_peer(in, 3, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 4, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 3: upgrade plaunch on this node");
+    assert_int_equal(wire_check_peer(in, 4, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 5, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 4: upgrade plaunch on this node");
     wire_free(&in);
     /* The same from a peer of this version is refused by the decoder: same version, same schema. */
     {
         uint8_t v1[sizeof buf];
         memcpy(v1, buf, sizeof buf);
-        v1[1] = 0x03;
+        v1[1] = 0x04;
         assert_null(wire_decode(v1, sizeof v1, WIRE_ANY, err, sizeof err));
-        assert_string_equal(err, "envelope: field 30 is not in protocol 3 (a peer built from other sources?)");
+        assert_string_equal(err, "envelope: field 30 is not in protocol 4 (a peer built from other sources?)");
     }
 }
 
