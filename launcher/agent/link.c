@@ -1,13 +1,17 @@
 /* link: an agent's session with a remote coordinator: a ZeroMQ DEALER carrying TLS 1.3 records (or plaintext
  * frames with --insecure), wire messages in and out, and a fresh handshake whenever the session or its connection
  * breaks. The connection of a session that was open stays up until the next session is: the coordinator takes a
- * member's closed connection for a dead agent (after a short grace), so a live one must never close it first. */
+ * member's closed connection for a dead agent (after a short grace), so a live one must never close it first.
+ * A coordinator of many nodes may answer the ClientHello with a plaintext REDIRECT to a relay: the session is then
+ * opened there (same credentials); when that one fails, the next goes back to the coordinator, asking to be served
+ * directly. */
 #include "link.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/rand.h>
 #include <zmq.h>
 
 #include "log.h"
@@ -17,7 +21,10 @@ struct link {
     void *mon;               /* PAIR receiving sock's monitor events (its connection closed) */
     void *old_sock;          /* the socket of the last open session, closed once a new session is open */
     loop_t *loop;
-    char endpoint[300];
+    char endpoint[300];      /* the coordinator's */
+    char relay[WIRE_MAX_ENDPOINT + 1]; /* the relay a REDIRECT named, for the next session; "" none */
+    int at_relay;            /* the current socket is the relay's */
+    int direct;              /* ask the coordinator to serve this node itself (a relay; a node its relay failed) */
     tls_ctx_t *tls;          /* NULL: plaintext */
     tls_chan_t *ch;
     int open;                /* session usable for messages */
@@ -80,7 +87,10 @@ static int s_retry(loop_t *loop, int id, void *arg)
 /* Ends the session. keep: its connection still works, and may be the one the coordinator knows us by. */
 static void s_reset(link_t *l, const char *why, int keep)
 {
-    int fatal = l->ch && !l->open && l->tls && tls_chan_state(l->ch) == TLS_CHAN_FAILED;
+    /* a relay that refuses our credentials may be no relay of this job: the coordinator decides */
+    int fatal = l->ch && !l->open && l->tls && !l->at_relay && tls_chan_state(l->ch) == TLS_CHAN_FAILED;
+    if (l->at_relay && why) /* its relay failed this node: the coordinator serves it itself */
+        l->direct = 1;
     if (l->ch) {
         s_flush(l); /* the alert tells the coordinator why */
         tls_chan_destroy(&l->ch);
@@ -133,13 +143,42 @@ static void s_deliver(link_t *l, const void *data, size_t len)
     }
 }
 
+/* A plaintext answer to our ClientHello: a REDIRECT to a relay (followed at once), or a REFUSE (logged: the
+ * handshake's failure then says the rest). Nothing else, and only from the coordinator before a session opened. */
+static int s_on_plain(link_t *l, const unsigned char *data, size_t len)
+{
+    char err[256];
+    if (l->at_relay || l->open || len == 0 || (data[0] >= 0x14 && data[0] <= 0x17))
+        return 0; /* a TLS record */
+    wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_PLAIN, err, sizeof err);
+    if (m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0 && !l->direct) {
+        snprintf(l->relay, sizeof l->relay, "%s", m->redirect->endpoint);
+        log_debug("link: the coordinator at %s sends this node to relay %s", l->endpoint, l->relay);
+        wire_free(&m);
+        s_reset(l, NULL, 0);
+        if (l->retry_timer > 0) /* no back-off: this is no failure */
+            loop_timer_cancel(l->loop, l->retry_timer);
+        l->retry_timer = 0;
+        l->backoff_ms = 0;
+        if (s_connect(l, err, sizeof err) < 0)
+            log_error("link: %s", err);
+        return 1;
+    }
+    if (m && m->body_case == WIRE_REFUSE)
+        log_error("the coordinator at %s refused this node: %s", l->endpoint, m->refuse->text);
+    else
+        log_debug("link: a plaintext frame from %s that is no REDIRECT: %s", l->endpoint, m ? "ignored" : err);
+    wire_free(&m);
+    return 0;
+}
+
 static void s_on_frame(link_t *l, const void *data, size_t len)
 {
     if (!l->tls) {
         s_deliver(l, data, len);
         return;
     }
-    if (!l->ch)
+    if (!l->ch || s_on_plain(l, data, len))
         return;
     if (tls_chan_feed(l->ch, data, len) < 0) {
         char why[512];
@@ -211,6 +250,18 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
     return 0;
 }
 
+/* A routing id the coordinator reads as "serve me directly": the prefix and random bytes (unique per socket). */
+static int s_ask_direct(void *sock)
+{
+    unsigned char rid[LINK_DIRECT_LEN + 8];
+    memcpy(rid, LINK_DIRECT, LINK_DIRECT_LEN);
+    if (RAND_bytes(rid + LINK_DIRECT_LEN, 8) != 1)
+        return -1;
+    for (size_t i = LINK_DIRECT_LEN; i < sizeof rid; i++)
+        rid[i] = (unsigned char)('a' + rid[i] % 26); /* never a zero byte: those ids are libzmq's own */
+    return zmq_setsockopt(sock, ZMQ_ROUTING_ID, rid, sizeof rid);
+}
+
 static int s_connect(link_t *l, char *err, size_t errlen)
 {
     static unsigned seq;
@@ -221,16 +272,22 @@ static int s_connect(link_t *l, char *err, size_t errlen)
     int zero = 0, ivl = 10, ivl_max = 1000;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
     snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-link-monitor-%u", ++seq);
+    l->at_relay = l->relay[0] != '\0';
+    const char *to = l->at_relay ? l->relay : l->endpoint;
     l->sock = zmq_socket(l->zctx, ZMQ_DEALER);
-    if (!l->sock || zmq_setsockopt(l->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+    if (!l->sock || (!l->at_relay && l->direct && s_ask_direct(l->sock) < 0) ||
+        zmq_setsockopt(l->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_socket_monitor(l->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 || !(l->mon = zmq_socket(l->zctx, ZMQ_PAIR)) ||
-        zmq_connect(l->mon, mon_ep) < 0 || zmq_connect(l->sock, l->endpoint) < 0) {
-        snprintf(err, errlen, "cannot connect to the coordinator at %s: %s", l->endpoint, zmq_strerror(errno));
+        zmq_connect(l->mon, mon_ep) < 0 || zmq_connect(l->sock, to) < 0) {
+        snprintf(err, errlen, "cannot connect to the %s at %s: %s", l->at_relay ? "relay" : "coordinator", to,
+                 zmq_strerror(errno));
+        l->relay[0] = '\0';
         return -1;
     }
+    l->relay[0] = '\0'; /* one session there: if it breaks, the next starts at the coordinator */
     if (loop_add_socket(l->loop, l->sock, ZMQ_POLLIN, s_on_readable, l) < 0 ||
         loop_add_socket(l->loop, l->mon, ZMQ_POLLIN, s_on_monitor, l) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
@@ -325,4 +382,9 @@ int link_send(link_t *l, const wire_msg_t *m)
 int link_is_open(const link_t *l)
 {
     return l->open;
+}
+
+void link_set_direct(link_t *l, int on)
+{
+    l->direct = on;
 }

@@ -27,8 +27,8 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
             continue;
         p->grace_timer = 0;
         cs->ngrace--;
-        if (p->reconnecting || p->fd >= 0 || cs->state == CS_DONE)
-            return 0; /* on its way back: the heartbeat timeout decides */
+        if (p->reconnecting || p->fd >= 0 || (p->via && !p->vclosed) || cs->state == CS_DONE)
+            return 0; /* on its way back (or back): the heartbeat timeout decides */
         char why[160];
         snprintf(why, sizeof why, "its connection closed (the agent ended?) and it did not reconnect within %d ms",
                  CS_RECONNECT_GRACE_MS);
@@ -68,6 +68,12 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         return;
     }
     p->fd = -1;
+    coord_conns_grace(cs, tag);
+}
+
+void coord_conns_grace(coord_server_t *cs, int peer)
+{
+    struct peer *p = &cs->peers[peer];
     if (cs->state != CS_DONE && p->grace_timer <= 0 &&
         (p->grace_timer = loop_timer_after_ms(cs->loop, CS_RECONNECT_GRACE_MS, s_grace_tick, cs)) > 0)
         cs->ngrace++;

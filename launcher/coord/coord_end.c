@@ -202,7 +202,17 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
 }
 
+static void s_peer_lost(coord_server_t *cs, int peer, const char *why);
+
 void coord_end_peer_lost(coord_server_t *cs, int peer, const char *why)
+{
+    int relay = cs->peers[peer].relay;
+    s_peer_lost(cs, peer, why); /* the relay first: the root cause names it, not one of the nodes behind it */
+    if (relay)
+        coord_relay_gone(cs, peer, 1, why);
+}
+
+static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
 {
     struct peer *p = &cs->peers[peer];
     const struct opts *o = &cs->job->opt;

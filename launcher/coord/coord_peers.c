@@ -1,6 +1,6 @@
-/* coord_peers: the coordinator's sessions, one per ROUTER routing id: found through the connection they arrive on
- * (conn_guard tags a connection with its session's index), created, freed, detached from a member whose session
- * broke, and moved to a member that rejoined on a new connection. */
+/* coord_peers: the coordinator's sessions, one per ROUTER routing id (or behind a relay: coord_via.c): found through
+ * the connection they arrive on (conn_guard tags a connection with its session's index), created, freed, detached
+ * from a member whose session broke, and moved to a member that rejoined on a new connection. */
 #include "coord_priv.h"
 
 #include <stdio.h>
@@ -129,6 +129,8 @@ void coord_peers_release(coord_server_t *cs, int peer)
     tls_chan_destroy(&p->ch);
     s_untag(cs, peer);
     s_stop_grace(cs, p);
+    if (p->via)
+        coord_via_forget(cs, p);
     free(p->ports);
     p->ports = NULL;
     coord_members_unset(cs, peer);
@@ -158,6 +160,14 @@ void coord_peers_move(coord_server_t *cs, int from, int to)
     s_index_rid(cs, to);
     o->ch = p->ch;
     p->ch = NULL;
+    if (o->via) /* its old session behind a relay is over */
+        coord_via_forget(cs, o);
+    o->via = p->via; /* the new session's place: direct, or behind a relay */
+    o->handle = p->handle;
+    o->vclosed = p->vclosed;
+    p->via = 0;
+    if (o->via)
+        coord_via_index(cs, to);
     memcpy(o->from, p->from, sizeof o->from);
     o->last_heard_ns = loop_now_ns();
     s_untag(cs, from);
@@ -184,6 +194,9 @@ void coord_peers_drop(coord_server_t *cs, int peer, const char *why)
         tls_chan_close(p->ch);
         coord_peers_flush(cs, p);
     }
+    struct crelay *r = p->via && !p->vclosed ? coord_via_relay(cs, p) : NULL;
+    if (r) /* its relay ends the session, after what was queued for it */
+        coord_via_queue(cs, r, p->handle, PLAUNCH__RELAY_ITEM__EVENT__DROP, NULL, 0, 0);
     int fd = p->fd;
     if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
         conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */

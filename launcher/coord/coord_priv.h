@@ -6,8 +6,11 @@
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
+ *   coord_relay.c    the fan-out tree: which members relay, where a newcomer goes, what relays carry up; calls up
+ *                    only through struct coord_events
  *   coord_peers.c, coord_conns.c, coord_mail.c, coord_admit.c  sessions by routing id; connections, their
  *                    caps and the monitor; the in-process agent's mail; ClientHellos waiting for a handshake slot
+ *   coord_via.c      nodes behind a relay: found by (relay, handle); what goes down to each relay, batched
  *   coord_members.c  members counted and indexed (by generation, identity, requested rank) */
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
@@ -47,6 +50,11 @@ struct peer {
     uint32_t pid, nproc, master_port;
     int req_rank;
     uint32_t *ports;
+    /* behind a relay (coord_via.c): via is the relay's peer index (0: a direct session), handle its name for this
+     * node; vclosed: the relay said its session ended (or the relay's own did): it may come back, or be lost */
+    int via, vclosed;
+    uint32_t handle;
+    int relay;                  /* this member relays: its index in cs->tree.relays + 1; 0 none */
     /* membership */
     int node_rank;              /* in the current generation; -1 before ASSIGN */
     int joined_gen;             /* generation it joined for; -1 none */
@@ -74,6 +82,41 @@ struct coord_members {
     int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
     int nrank;
     int id_broken;                  /* out of memory once: lookups scan */
+};
+
+/* The fan-out tree (coord_relay.c, coord_via.c): what goes down to one relay at its next flush, in order. */
+struct via_item {
+    int event;                  /* PLAUNCH__RELAY_ITEM__EVENT__MESSAGE or __DROP */
+    int watch;
+    uint32_t *to;
+    size_t nto, capto;
+    unsigned char *payload;     /* owned copy */
+    size_t len;
+};
+struct crelay {
+    int peer;                   /* its member slot; -1 once it is gone */
+    int ready;                  /* RELAY_READY named an endpoint */
+    char endpoint[WIRE_MAX_ENDPOINT + 1];
+    int load;                   /* nodes sent there (redirected, or behind it) and not ended */
+    int nodes;                  /* sessions the coordinator knows behind it (bounded: a relay cannot make more) */
+    struct via_item *out;
+    int nout, capout;
+    size_t bytes;               /* payload bytes in out */
+};
+struct coord_tree {
+    int fanout;                 /* K: nodes per relay; 0 no tree */
+    int want;                   /* relays the job needs */
+    int max_children;           /* RELAY_START.max_children */
+    int asked;                  /* RELAY_START sent and not refused */
+    int direct_left;            /* newcomers still taken directly, to become relays */
+    struct crelay *relays;
+    int nrelays, cap;
+    hindex_t vias;              /* nodes behind a relay, by (relay, handle) */
+    int via_broken;             /* out of memory once: lookups scan */
+    int flush_timer;
+    long redirects, refused;    /* for the log */
+    /* coord_via.c asks coord_relay.c to flush relay r: now (urgent: its queue is full) or soon */
+    void (*pending)(coord_server_t *cs, struct crelay *r, int urgent);
 };
 
 enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
@@ -142,6 +185,7 @@ struct coord_server {
     struct coord_hang *hang;
     int hang_busy;
     char steplag[2048];
+    struct coord_tree tree;     /* coord_relay.c, coord_via.c */
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */
@@ -198,6 +242,44 @@ void coord_peers_release(coord_server_t *cs, int peer);
 void coord_peers_detach(coord_server_t *cs, int peer);
 /* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
 void coord_peers_move(coord_server_t *cs, int from, int to);
+/* coord_relay.c: the fan-out tree (below coord_world.c, above coord_peers.c; calls up only through cs->ev) */
+/* How many relays the job wants (--relay-fanout, the node count, TLS); nothing to free when it wants none. */
+void coord_relay_init(coord_server_t *cs);
+void coord_relay_free(coord_server_t *cs);
+/* A ClientHello on connection fd (routing id rid) with no session yet: 1 when the node was sent to a relay
+ * (REDIRECT sent, the connection refused), 0 when the coordinator takes it itself. */
+int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len);
+/* 1 when a newcomer would be sent to a relay now (one is ready and has room). */
+int coord_relay_room(coord_server_t *cs);
+/* A member that joined directly: RELAY_START when the tree still wants relays. */
+void coord_relay_consider(coord_server_t *cs, int peer);
+/* RELAY_READY or RELAYED from a direct member. */
+void coord_relay_in(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* A message for a node behind a relay (watch: it starts the node's heartbeats, an ASSIGN). 0, or -1. */
+int coord_relay_send(coord_server_t *cs, int peer, const void *buf, size_t len, int watch);
+/* What waits for relay member `peer` leaves now (before anything sent to the relay itself). */
+void coord_relay_flush(coord_server_t *cs, int peer);
+/* Relay member `peer` lost its session (lost 0: it may come back) or is lost (1): its nodes with it. */
+void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why);
+/* coord_via.c: nodes behind a relay (below coord_peers.c; calls nothing above it but cs->tree.pending) */
+/* The node behind relay member `relay` named handle, or -1. */
+int coord_via_find(coord_server_t *cs, int relay, uint32_t handle);
+/* Indexes peer (its via and handle set). */
+void coord_via_index(coord_server_t *cs, int peer);
+/* Queues for relay r: a message for its node `handle` (payload copied; the same bytes for several nodes in a row
+ * go once), or the end of that node's session (DROP). 0, or -1 out of memory. */
+int coord_via_queue(coord_server_t *cs, struct crelay *r, uint32_t handle, int event, const void *payload,
+                    size_t len, int watch);
+/* Empties r's queue. */
+void coord_via_clear(struct crelay *r);
+/* Peer leaves its relay (its slot is freed, or takes another session): via 0, the relay's count down. */
+void coord_via_forget(coord_server_t *cs, struct peer *p);
+/* The RELAYED for relay r encoded (caller frees), its queue emptied; NULL when nothing waits (or out of memory:
+ * *failed set). */
+void *coord_via_take(coord_server_t *cs, struct crelay *r, size_t *len, int *failed);
+/* The relay a node is behind (NULL: none, or it is gone). */
+struct crelay *coord_via_relay(coord_server_t *cs, const struct peer *p);
+void coord_via_free(coord_server_t *cs);
 /* coord_admit.c: ClientHellos waiting for a handshake slot (below coord_transport.c; calls conn_guard only) */
 #define CS_ADMIT_FRAME 2048 /* a plaunch ClientHello is ~300 bytes; a bigger first frame is not kept */
 #define CS_TAG_ADMIT (-2)   /* conn_guard tag of a connection whose ClientHello waits (no session yet) */
@@ -249,6 +331,9 @@ void coord_conns_close(coord_server_t *cs);
 void coord_conns_drain_monitor(coord_server_t *cs);
 /* Ends the connections in cs->gone: call it once the ROUTER has no frame left to read. */
 void coord_conns_settle(coord_server_t *cs);
+/* A member whose session ended (its connection, or its session behind a relay) is lost unless it is back within
+ * CS_RECONNECT_GRACE_MS. */
+void coord_conns_grace(coord_server_t *cs, int peer);
 /* A plaintext REFUSE to routing id rid ("this coordinator requires TLS"). 0 sent, -1 not (no such peer now). */
 int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
 /* coord_world.c */

@@ -35,25 +35,17 @@ void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, 
     return buf;
 }
 
-int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
-{
-    size_t len;
-    if (!cs->peers[peer].used)
-        return -1;
-    void *buf = coord_transport_encode(cs, peer, m, &len);
-    if (!buf)
-        return -1;
-    int rc = coord_transport_send_encoded(cs, peer, buf, len);
-    free(buf);
-    return rc;
-}
-
-int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, size_t len)
+/* watch: an ASSIGN to a node behind a relay, which from then on watches its heartbeats */
+static int s_send(coord_server_t *cs, int peer, const void *buf, size_t len, int watch)
 {
     struct peer *p = &cs->peers[peer];
     int rc = 0;
+    if (p->relay) /* what it carries for its nodes was queued first and leaves first */
+        coord_relay_flush(cs, peer);
     if (!p->used) {
         rc = -1;
+    } else if (p->via) {
+        rc = coord_relay_send(cs, peer, buf, len, watch);
     } else if (p->local) {
         rc = coord_mail_post(cs, 1, buf, len);
     } else if (!cs->tls) {
@@ -65,6 +57,24 @@ int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, 
         coord_peers_flush(cs, p);
     }
     return rc;
+}
+
+int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    size_t len;
+    if (!cs->peers[peer].used)
+        return -1;
+    void *buf = coord_transport_encode(cs, peer, m, &len);
+    if (!buf)
+        return -1;
+    int rc = s_send(cs, peer, buf, len, m->body_case == WIRE_ASSIGN);
+    free(buf);
+    return rc;
+}
+
+int coord_transport_send_encoded(coord_server_t *cs, int peer, const void *buf, size_t len)
+{
+    return s_send(cs, peer, buf, len, 0);
 }
 
 int coord_transport_hello(coord_server_t *cs, int peer)
@@ -92,7 +102,10 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
         return;
     }
     p->last_heard_ns = loop_now_ns();
-    cs->ev.on_message(cs, peer, m);
+    if (m->body_case == WIRE_RELAY_READY || m->body_case == WIRE_RELAYED)
+        coord_relay_in(cs, peer, m); /* a relay's, and its nodes' */
+    else
+        cs->ev.on_message(cs, peer, m);
     wire_free(&m);
 }
 
@@ -116,6 +129,8 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
+        if (p->st == PS_MEMBER && p->relay)
+            coord_relay_gone(cs, peer, 0, "its session with the coordinator failed");
         if (p->st == PS_MEMBER)
             coord_peers_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
         else
@@ -139,6 +154,8 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
 static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
                           size_t len)
 {
+    if (coord_relay_route(cs, fd, rid, rid_len)) /* sent to a relay */
+        return;
     int moved = conn_guard_pending(cs->guard, fd), peer;
     if (moved == 2) { /* every handshake slot is taken: it waits its turn */
         if (coord_admit_push(cs, fd, rid, rid_len, data, len) < 0)
@@ -212,6 +229,8 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
         if (cs->peers[peer].st == PS_MEMBER) {
             /* the member keeps its place until it rejoins on the new session or is lost */
             log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
+            if (cs->peers[peer].relay)
+                coord_relay_gone(cs, peer, 0, "it started a new session");
             coord_peers_detach(cs, peer);
         } else {
             coord_peers_release(cs, peer);
@@ -229,7 +248,9 @@ static void s_admit(coord_server_t *cs)
     if (!cs->admit_head)
         return;
     coord_conns_drain_monitor(cs);
-    while (cs->admit_head && conn_guard_pending_room(cs->guard) && (a = coord_admit_pop(cs)) != NULL) {
+    /* one sent to a relay takes no handshake slot: the queue moves on while relays have room */
+    while ((a = cs->admit_head) != NULL && (conn_guard_pending_room(cs->guard) || coord_relay_room(cs))) {
+        a = coord_admit_pop(cs);
         if (coord_admit_current(cs, a) && coord_peers_find(cs, a->fd, a->data, a->rid_len) < 0)
             s_new_session(cs, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
         free(a);
@@ -304,8 +325,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     }
     for (int i = 1; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
-        if (!p->used || p->st == PS_HANDSHAKE)
-            continue;
+        if (!p->used || p->st == PS_HANDSHAKE || (p->via && !p->vclosed && coord_via_relay(cs, p)))
+            continue; /* its relay watches it and sends it heartbeats */
         /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
          * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
          * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
@@ -319,7 +340,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         }
         /* A node without an ASSIGN yet does not watch the coordinator's heartbeats (its --rdzv-timeout bounds
          * that wait): during a rendezvous of 16,384 nodes they were half of what the coordinator sent. */
-        if (hlen > 0 && p->node_rank >= 0)
+        if (hlen > 0 && p->node_rank >= 0 && !p->via)
             coord_transport_send_encoded(cs, i, hbuf, (size_t)hlen);
     }
     if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
@@ -419,6 +440,7 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }
+    coord_relay_init(cs);
     cs->started_ns = cs->said_ns = loop_now_ns();
     cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(&job->opt), s_hb_tick, cs);
     coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
@@ -454,6 +476,7 @@ void coord_transport_destroy(coord_server_t **pcs)
         loop_remove_socket(cs->loop, cs->router);
     }
     coord_admit_free(cs);
+    coord_relay_free(cs);
     coord_conns_close(cs);
     if (cs->router)
         zmq_close(cs->router);

@@ -36,6 +36,7 @@ struct opts {
     char token_file[PATH_MAX];
     int insecure;              /* plaintext control plane */
     double heartbeat, heartbeat_timeout;
+    int relay_fanout;          /* --relay-fanout: nodes per relay; -1 auto, 0 off (no tree) */
     /* torchrun / Paddle spellings, folded into nnodes, master, node_rank and host by opts_compat_resolve */
     char master_addr[300];     /* --master-addr HOST or HOST:PORT */
     int master_port;           /* --master-port; 0 = not given */

@@ -261,6 +261,19 @@ static int s_set_hang_timeout(struct opts *o, const char *val, const char *origi
     return opts_parse_seconds(val, 1, 1, 7 * 86400, &o->hang_timeout, origin, err, errlen);
 }
 
+static int s_set_relay_fanout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (strcmp(val, "auto") == 0 || strcmp(val, "off") == 0) {
+        o->relay_fanout = val[0] == 'a' ? -1 : 0;
+        return 0;
+    }
+    if (s_int(val, 2, OPTS_MAX_NODES - 1, &v, origin, "nodes per relay (or auto, off)", err, errlen) < 0)
+        return -1;
+    o->relay_fanout = (int)v;
+    return 0;
+}
+
 static int s_set_on_hang(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     if (strcmp(val, "restart") && strcmp(val, "stop")) {
@@ -348,6 +361,10 @@ const struct optdef opts_defs[] = {
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },
+    { "relay-fanout", NULL, NULL, 1, s_set_relay_fanout, "auto|off|K",
+      "A job of many nodes forms a tree: about sqrt(nodes) of them each relay the TLS sessions, messages and "
+      "heartbeats of K others, so the coordinator holds one session per relay. auto: from 513 nodes on, K the "
+      "square root of --nnodes; off: every node talks to the coordinator (default: auto).", "auto", 0 },
     { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
     { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
       "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5).", "2.5", 0 },

@@ -1,0 +1,340 @@
+/* coord_relay: the fan-out tree of a job of many nodes: the first members to join directly are asked to relay
+ * (RELAY_START), later newcomers are sent to the least loaded ready relay (REDIRECT), and what relays carry up
+ * (RELAYED: their nodes' sessions opening and ending, their messages, their silence) reaches the membership logic
+ * as if those nodes had their own sessions. Calls up only through cs->ev. docs/design.md, "The fan-out tree". */
+#include "coord_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+
+/* A ZeroMQ routing id that starts with this asks to be served directly: a relay's own session, and a node whose
+ * relay failed it (common to link.c; routing ids that libzmq makes start with a zero byte). */
+#define CR_DIRECT "PLDIRECT"
+#define CR_AUTO_FROM 512 /* --relay-fanout auto: a tree from this many nodes on */
+
+static int s_isqrt_up(int n)
+{
+    int k = 1;
+    while (k * k < n)
+        k++;
+    return k;
+}
+
+static void s_flush(coord_server_t *cs, struct crelay *r)
+{
+    int failed = 0;
+    size_t len = 0;
+    void *buf = coord_via_take(cs, r, &len, &failed);
+    if (failed) {
+        cs->ev.fatal(cs, "the coordinator cannot encode what a relay must carry (out of memory?)");
+        return;
+    }
+    struct peer *p = r->peer >= 1 ? &cs->peers[r->peer] : NULL;
+    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
+        coord_peers_flush(cs, p);
+    free(buf);
+}
+
+static int s_flush_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    cs->tree.flush_timer = 0;
+    for (int i = 0; i < cs->tree.nrelays; i++)
+        if (cs->tree.relays[i].nout)
+            s_flush(cs, &cs->tree.relays[i]);
+    return 0;
+}
+
+/* coord_via.c's queue for r has something: it leaves at the end of this turn of the loop, so that a broadcast to
+ * every node goes to each relay once; or now, when the queue is full. */
+static void s_pending(coord_server_t *cs, struct crelay *r, int urgent)
+{
+    if (urgent)
+        s_flush(cs, r);
+    else if (cs->tree.flush_timer <= 0)
+        cs->tree.flush_timer = loop_timer_after_ms(cs->loop, 0, s_flush_tick, cs);
+}
+
+void coord_relay_init(coord_server_t *cs)
+{
+    struct coord_tree *t = &cs->tree;
+    const struct opts *o = &cs->job->opt;
+    int n = o->nnodes, k = o->relay_fanout;
+    t->pending = s_pending;
+    if (!cs->tls || !cs->router || k == 0 || (k < 0 && n <= CR_AUTO_FROM))
+        return;
+    if (k < 0)
+        k = s_isqrt_up(n);
+    if (n - 1 <= k)
+        return; /* the coordinator holds them all anyway */
+    t->fanout = k;
+    t->want = (n - 1 + k) / (k + 1); /* relays and their K nodes each cover every node but the coordinator's */
+    t->max_children = k + k / 4 + 2 > WIRE_MAX_RELAY_TO ? WIRE_MAX_RELAY_TO : k + k / 4 + 2;
+    t->direct_left = t->want + t->want / 8 + 2;
+    log_info("coordinator: %d nodes form a tree: %d relays of about %d nodes each (--relay-fanout %s)", n, t->want,
+             k, o->relay_fanout < 0 ? "auto" : "K");
+}
+
+void coord_relay_free(coord_server_t *cs)
+{
+    if (cs->tree.flush_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tree.flush_timer);
+    coord_via_free(cs);
+}
+
+/* ---- where a newcomer goes ------------------------------------------------------------------------------------ */
+
+int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len)
+{
+    struct coord_tree *t = &cs->tree;
+    struct crelay *best = NULL;
+    if (!t->want || (rid_len >= sizeof CR_DIRECT - 1 && memcmp(rid, CR_DIRECT, sizeof CR_DIRECT - 1) == 0))
+        return 0;
+    if (t->direct_left > 0) { /* the relays come from the first to join directly */
+        t->direct_left--;
+        return 0;
+    }
+    for (int i = 0; i < t->nrelays; i++) {
+        struct crelay *r = &t->relays[i];
+        if (r->ready && r->peer >= 1 && r->load < t->max_children && (!best || r->load < best->load))
+            best = r;
+    }
+    if (!best) /* none ready yet, or all full: the coordinator takes it */
+        return 0;
+    Plaunch__Redirect rd = PLAUNCH__REDIRECT__INIT;
+    wire_msg_t m;
+    unsigned char buf[WIRE_MAX_ENDPOINT + 128];
+    char err[128];
+    rd.endpoint = best->endpoint;
+    wire_init(&m, cs->job_id, cs->generation, WIRE_REDIRECT, &rd);
+    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    if (n > 0 && zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len &&
+        zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) == n) {
+        best->load++;
+        t->redirects++;
+    }
+    conn_guard_refuse(cs->guard, fd); /* it leaves for its relay; closed after a linger or at its next frame */
+    return 1;
+}
+
+int coord_relay_room(coord_server_t *cs)
+{
+    const struct coord_tree *t = &cs->tree;
+    if (!t->want || t->direct_left > 0)
+        return 0;
+    for (int i = 0; i < t->nrelays; i++)
+        if (t->relays[i].ready && t->relays[i].peer >= 1 && t->relays[i].load < t->max_children)
+            return 1;
+    return 0;
+}
+
+void coord_relay_consider(coord_server_t *cs, int peer)
+{
+    struct coord_tree *t = &cs->tree;
+    struct peer *p = &cs->peers[peer];
+    if (!t->want || t->asked >= t->want || p->local || p->via || p->relay || !p->ch)
+        return;
+    if (t->nrelays == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 16;
+        struct crelay *r = realloc(t->relays, (size_t)cap * sizeof *r);
+        if (!r)
+            return;
+        t->relays = r;
+        t->cap = cap;
+    }
+    Plaunch__RelayStart rs = PLAUNCH__RELAY_START__INIT;
+    wire_msg_t m;
+    rs.max_children = (uint32_t)t->max_children;
+    rs.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
+    rs.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
+    wire_init(&m, cs->job_id, cs->generation, WIRE_RELAY_START, &rs);
+    t->relays[t->nrelays] = (struct crelay){ .peer = peer };
+    p->relay = ++t->nrelays;
+    t->asked++;
+    coord_transport_send(cs, peer, &m);
+}
+
+/* ---- what relays carry up ------------------------------------------------------------------------------------- */
+
+static void s_ready(coord_server_t *cs, struct peer *p, const Plaunch__RelayReady *rr)
+{
+    struct coord_tree *t = &cs->tree;
+    struct crelay *r = &t->relays[p->relay - 1];
+    if (r->ready)
+        return;
+    if (!rr->endpoint[0] || strncmp(rr->endpoint, "tcp://", 6) != 0) {
+        if (t->refused++ < 3)
+            log_warn("node %s (%s) cannot relay: %s", p->host, p->from, rr->text[0] ? rr->text : "no endpoint");
+        r->peer = -1;
+        p->relay = 0;
+        t->asked--;
+        t->direct_left++; /* another member is asked instead */
+        return;
+    }
+    snprintf(r->endpoint, sizeof r->endpoint, "%s", rr->endpoint);
+    r->ready = 1;
+    int ready = 0;
+    for (int i = 0; i < t->nrelays; i++)
+        ready += t->relays[i].ready && t->relays[i].peer >= 1;
+    log_info("node %s relays at %s (%d of %d relays ready)", p->host, r->endpoint, ready, t->want);
+}
+
+/* A node behind relay member `relay` finished its TLS handshake there: a session of its own, as if direct. */
+static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plaunch__RelayItem *it)
+{
+    const struct peer *rp = &cs->peers[relay];
+    if (coord_via_find(cs, relay, it->from) >= 0)
+        return;
+    if (r->nodes >= 2 * cs->tree.max_children + 16) { /* more than it was ever sent: ended at once */
+        coord_via_queue(cs, r, it->from, PLAUNCH__RELAY_ITEM__EVENT__DROP, NULL, 0, 0);
+        return;
+    }
+    int v = coord_peers_new(cs, NULL, 0, -1);
+    if (v < 0) {
+        log_error("coordinator: out of memory for a node behind relay %s", rp->host);
+        return;
+    }
+    struct peer *p = &cs->peers[v];
+    p->via = relay;
+    p->handle = it->from;
+    r->nodes++;
+    p->st = PS_OPEN;
+    snprintf(p->from, sizeof p->from, "%s", it->peer_addr);
+    coord_via_index(cs, v);
+    log_debug("TLS session with %s as '%s' through relay %s", p->from, it->peer_name, rp->host);
+}
+
+/* Its session at the relay ended: a member may come back (through any relay) within the grace, others go. */
+static void s_closed(coord_server_t *cs, int v, const char *why)
+{
+    struct peer *p = &cs->peers[v];
+    if (p->st != PS_MEMBER) {
+        coord_peers_release(cs, v);
+        return;
+    }
+    log_debug("node %d (%s): its session at its relay ended: %s", p->node_rank, p->host, why);
+    p->vclosed = 1;
+    coord_conns_grace(cs, v);
+}
+
+static void s_message(coord_server_t *cs, int v, const ProtobufCBinaryData *payload)
+{
+    char err[512];
+    wire_msg_t *m = wire_decode(payload->data, payload->len, WIRE_TO_RELAY, err, sizeof err);
+    if (!m) {
+        log_warn("refused a message from %s (through a relay): %s", cs->peers[v].from, err);
+        coord_peers_drop(cs, v, NULL);
+        return;
+    }
+    cs->peers[v].last_heard_ns = loop_now_ns();
+    cs->ev.on_message(cs, v, m);
+    wire_free(&m);
+}
+
+static void s_relayed(coord_server_t *cs, int relay, const Plaunch__Relayed *rel)
+{
+    struct crelay *r = &cs->tree.relays[cs->peers[relay].relay - 1];
+    char why[1200];
+    for (size_t i = 0; i < rel->n_items; i++) {
+        const Plaunch__RelayItem *it = rel->items[i];
+        if (it->n_to || !cs->peers[relay].used) /* the other way's items; or the relay went meanwhile */
+            continue;
+        if (it->event == PLAUNCH__RELAY_ITEM__EVENT__OPENED) {
+            s_opened(cs, relay, r, it);
+            continue;
+        }
+        int v = coord_via_find(cs, relay, it->from);
+        if (v < 0)
+            continue; /* a node whose session the coordinator ended already */
+        switch (it->event) {
+        case PLAUNCH__RELAY_ITEM__EVENT__MESSAGE:
+            s_message(cs, v, &it->payload);
+            break;
+        case PLAUNCH__RELAY_ITEM__EVENT__CLOSED:
+            r->load -= r->load > 0;
+            s_closed(cs, v, it->text);
+            break;
+        case PLAUNCH__RELAY_ITEM__EVENT__SILENT:
+            r->load -= r->load > 0;
+            cs->peers[v].vclosed = 1;
+            snprintf(why, sizeof why, "%s (its relay, %s, says)", it->text, cs->peers[relay].host);
+            cs->ev.peer_lost(cs, v, why);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+void coord_relay_in(coord_server_t *cs, int peer, const wire_msg_t *m)
+{
+    struct peer *p = &cs->peers[peer];
+    if (p->st != PS_MEMBER || !p->relay || strcmp(m->job_id, cs->job_id) != 0) {
+        log_warn("ignored %s from %s (%s): not a relay of this job", wire_type_name(m->body_case),
+                 p->host[0] ? p->host : "an agent", p->from);
+        return;
+    }
+    if (m->body_case == WIRE_RELAY_READY)
+        s_ready(cs, p, m->relay_ready);
+    else if (cs->tree.relays[p->relay - 1].ready)
+        s_relayed(cs, peer, m->relayed);
+}
+
+/* ---- what goes down ------------------------------------------------------------------------------------------- */
+
+int coord_relay_send(coord_server_t *cs, int peer, const void *buf, size_t len, int watch)
+{
+    if (len > WIRE_MAX_RELAYED) {
+        cs->ev.fatal(cs, "the coordinator has a message too big for a relay to carry");
+        return -1;
+    }
+    const struct peer *p = &cs->peers[peer];
+    struct crelay *r = coord_via_relay(cs, p);
+    if (!r || p->vclosed)
+        return -1;
+    return coord_via_queue(cs, r, p->handle, PLAUNCH__RELAY_ITEM__EVENT__MESSAGE, buf, len, watch);
+}
+
+void coord_relay_flush(coord_server_t *cs, int peer)
+{
+    const struct peer *p = &cs->peers[peer];
+    if (p->relay >= 1 && p->relay <= cs->tree.nrelays && cs->tree.relays[p->relay - 1].nout)
+        s_flush(cs, &cs->tree.relays[p->relay - 1]);
+}
+
+void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why)
+{
+    struct coord_tree *t = &cs->tree;
+    struct crelay *r = NULL;
+    char text[1024];
+    for (int i = 0; i < t->nrelays && !r; i++)
+        if (t->relays[i].peer == peer)
+            r = &t->relays[i];
+    if (!r)
+        return;
+    const char *host = cs->peers[peer].host;
+    snprintf(text, sizeof text, "its relay, %s, was lost: %s", host, why);
+    r->peer = -1; /* no more redirects there; what was queued for it is dropped */
+    r->ready = 0;
+    coord_via_clear(r);
+    if (cs->peers[peer].relay == (int)(r - t->relays) + 1)
+        cs->peers[peer].relay = 0;
+    int n = 0;
+    for (int i = 1; i < cs->npeers; i++) {
+        struct peer *c = &cs->peers[i];
+        if (!c->used || c->via != peer)
+            continue;
+        n++;
+        c->vclosed = 1;
+        if (lost && c->st == PS_MEMBER)
+            cs->ev.peer_lost(cs, i, text);
+        else
+            s_closed(cs, i, text);
+    }
+    log_warn("relay %s: %s; %d node%s behind it %s", host, why, n, n == 1 ? "" : "s",
+             lost ? "are lost with it" : "must come back through the coordinator");
+}
