@@ -218,6 +218,7 @@ static void s_closed(coord_server_t *cs, int v, const char *why)
     }
     log_debug("node %d (%s): its session at its relay ended: %s", p->node_rank, p->host, why);
     p->vclosed = 1;
+    p->last_heard_ns = loop_now_ns(); /* its heartbeats went to the relay: the timeout counts from now */
     coord_conns_grace(cs, v);
 }
 

@@ -92,7 +92,8 @@ static ProtobufCMessage *s_body(const wire_msg_t *msg)
 
 static void test_round_trip_every_type(void **state)
 {
-    static const uint32_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER };
+    static const uint32_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER,
+                                      WIRE_TO_AGENT_PLAIN };
     for (size_t i = 0; i < SAMPLE_NTYPES; i++) {
         struct sample s;
         char err[256] = "";
@@ -312,6 +313,15 @@ static const struct bad s_bad[] = {
     { "report.json", SET_LEN, 0, NULL, "report.json: empty, must be set" },
     { "report.json", SET_LEN, 262145, NULL, "report.json: 262145 bytes, more than the bound of 262144" },
     { "bye.exit_status", SET_VALUE, 256, NULL, "bye.exit_status: 256 outside 0..255" },
+    { "relay_start.max_children", SET_VALUE, 0, NULL, "relay_start.max_children: 0 outside 1..65535" },
+    { "relay_start.max_children", SET_VALUE, 65536, NULL, "relay_start.max_children: 65536 outside 1..65535" },
+    { "relay_start.heartbeat_timeout_ms", SET_VALUE, 500, NULL,
+      "relay_start.heartbeat_timeout_ms: 500, not above the interval of 500" },
+    { "relay_ready.endpoint", SET_LEN, 301, NULL, "relay_ready.endpoint: 301 bytes, more than the bound of 300" },
+    { "relay_ready.endpoint", SET_STR, 0, "tcp://a b:1",
+      "relay_ready.endpoint: byte 0x20 at offset 7 is not allowed (printable ASCII, no spaces)" },
+    { "redirect.endpoint", SET_LEN, 0, NULL, "redirect.endpoint: empty, must be set" },
+    { "redirect.endpoint", SET_LEN, 301, NULL, "redirect.endpoint: 301 bytes, more than the bound of 300" },
 };
 
 /* Makes a sample whose body holds the field path names, and returns the message and field to change. */
@@ -461,6 +471,94 @@ static void test_body_rules(void **state)
     assert_int_equal(wire_encode(&s.msg, buf, 10, err, sizeof err), -1);
     assert_true(strstr(err, "JOIN: ") == err && strstr(err, "the buffer holds 10"));
     free(buf);
+}
+
+/* RELAYED: every item is checked field by field, then against what its event needs. */
+static void s_relayed_refused(struct sample *s, const char *want)
+{
+    char err[256] = "";
+    assert_int_equal(wire_encode(&s->msg, NULL, 0, err, sizeof err), -1);
+    if (strcmp(err, want) != 0)
+        fail_msg("got '%s', want '%s'", err, want);
+}
+
+static void test_relayed_rules(void **state)
+{
+    struct sample s;
+    char err[256] = "";
+    uint8_t *buf;
+    size_t len;
+
+    sample_init(&s, WIRE_RELAYED); /* valid as sampled, and only between a relay and the coordinator */
+    buf = s_encode(&s.msg, &len);
+    wire_msg_t *in = wire_decode(buf, len, WIRE_TO_COORD, err, sizeof err);
+    assert_non_null(in);
+    assert_int_equal(in->relayed->n_items, 3);
+    assert_int_equal(in->relayed->items[1]->payload.len, sizeof s.relay_payload);
+    assert_string_equal(in->relayed->items[0]->peer_addr, "10.0.0.9");
+    wire_free(&in);
+    assert_null(wire_decode(buf, len, WIRE_TO_RELAY, err, sizeof err));
+    assert_string_equal(err, "RELAYED: not accepted by this receiver (sent to the wrong side?)");
+    assert_null(wire_decode(buf, len, WIRE_TO_WORKER, err, sizeof err));
+    free(buf);
+
+    sample_init(&s, WIRE_RELAYED);
+    s.relayed.n_items = 0;
+    s_relayed_refused(&s, "relayed.items: 0 entries, must be 1..4096");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[1].from = 0;
+    s_relayed_refused(&s, "relayed.items[1]: names its children neither or both ways (from and to)");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[1].n_to = 1;
+    s.items[1].to = s.relay_to;
+    s_relayed_refused(&s, "relayed.items[1]: names its children neither or both ways (from and to)");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[1].payload.len = 0;
+    s_relayed_refused(&s, "relayed.items[1]: MESSAGE without a payload");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[2].payload = s.items[1].payload;
+    s_relayed_refused(&s, "relayed.items[2]: a payload without MESSAGE");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[0].peer_addr = "";
+    s_relayed_refused(&s, "relayed.items[0]: OPENED without from, peer_addr and peer_name");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[0].peer_addr = "10.0.0.9 x";
+    s_relayed_refused(&s, "relayed.items.peer_addr: byte 0x20 at offset 8 is not allowed (printable ASCII, no spaces)");
+    sample_init(&s, WIRE_RELAYED);
+    s.items[2].from = 0;
+    s.items[2].n_to = 2;
+    s.items[2].to = s.relay_to;
+    s_relayed_refused(&s, "relayed.items[2]: an event for children in to");
+    sample_init(&s, WIRE_RELAYED); /* the coordinator's way: DROP names children in to */
+    s.items[2].event = PLAUNCH__RELAY_ITEM__EVENT__DROP;
+    s_relayed_refused(&s, "relayed.items[2]: DROP without to");
+    s.items[2].from = 0;
+    s.items[2].n_to = 3;
+    s.items[2].to = s.relay_to;
+    s.items[0].event = PLAUNCH__RELAY_ITEM__EVENT__MESSAGE;
+    s.items[0].from = 0;
+    s.items[0].n_to = 3;
+    s.items[0].to = s.relay_to;
+    s.items[0].payload = s.items[1].payload;
+    s.items[0].watch = 1;
+    s.items[0].peer_addr = "";
+    s.items[0].peer_name = "";
+    s.relayed.n_items = 1;
+    s.item_ptrs[1] = &s.items[2];
+    s.relayed.n_items = 2;
+    buf = s_encode(&s.msg, &len);
+    in = wire_decode(buf, len, WIRE_TO_AGENT, err, sizeof err);
+    if (!in)
+        fail_msg("a MESSAGE to 3 children and a DROP: %s", err);
+    assert_int_equal(in->relayed->items[0]->n_to, 3);
+    assert_true(in->relayed->items[0]->watch);
+    wire_free(&in);
+    free(buf);
+    s.items[0].to[1] = 0;
+    s_relayed_refused(&s, "relayed.items.to[1]: 0 outside 1..4294967295");
+    s.items[0].to[1] = 2;
+    s.items[2].event = 9;
+    s_relayed_refused(&s, "relayed.items.event: 9 is not a valid Event");
 }
 
 /* ---- hostile bytes -------------------------------------------------------------------------------------------- */
@@ -734,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_assign_endpoints),
         cmocka_unit_test(test_every_bound_refused_by_name),
         cmocka_unit_test(test_body_rules),
+        cmocka_unit_test(test_relayed_rules),
         cmocka_unit_test(test_nul_in_strings),
         cmocka_unit_test(test_wire_format_refused),
         cmocka_unit_test(test_size_limits),

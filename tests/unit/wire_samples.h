@@ -27,6 +27,14 @@ struct sample {
     Plaunch__BarrierDone barrier_done;
     Plaunch__Report report;
     Plaunch__Bye bye;
+    Plaunch__RelayStart relay_start;
+    Plaunch__RelayReady relay_ready;
+    Plaunch__Redirect redirect;
+    Plaunch__Relayed relayed;
+    Plaunch__RelayItem items[3];
+    Plaunch__RelayItem *item_ptrs[3];
+    uint32_t relay_to[3];
+    uint8_t relay_payload[16];
     uint32_t worker_ports[4];
     uint32_t local_world_sizes[2];
     char *node_addrs[2];
@@ -42,6 +50,7 @@ struct sample {
 static const wire_type_t sample_types[] = {
     WIRE_HELLO, WIRE_JOIN,    WIRE_ASSIGN,  WIRE_REFUSE,       WIRE_HEARTBEAT, WIRE_WORKER_EXIT, WIRE_STOP,
     WIRE_NCCL_ID_PUT, WIRE_NCCL_ID_GET, WIRE_NCCL_ID, WIRE_BARRIER, WIRE_BARRIER_DONE, WIRE_REPORT, WIRE_BYE,
+    WIRE_RELAY_START, WIRE_RELAY_READY, WIRE_REDIRECT, WIRE_RELAYED,
 };
 #define SAMPLE_NTYPES (sizeof sample_types / sizeof sample_types[0])
 
@@ -165,6 +174,40 @@ static void sample_fill_bodies(struct sample *s)
 
     plaunch__bye__init(&s->bye);
     s->bye.exit_status = 1;
+
+    plaunch__relay_start__init(&s->relay_start);
+    s->relay_start.max_children = 130;
+    s->relay_start.heartbeat_interval_ms = 500;
+    s->relay_start.heartbeat_timeout_ms = 2500;
+
+    plaunch__relay_ready__init(&s->relay_ready);
+    s->relay_ready.endpoint = "tcp://10.0.0.7:41234";
+    s->relay_ready.text = "ready";
+
+    plaunch__redirect__init(&s->redirect);
+    s->redirect.endpoint = "tcp://10.0.0.7:41234";
+
+    /* a relay's batch up: a node opened, sent a message, and another one's session closed */
+    for (size_t i = 0; i < sizeof s->relay_payload; i++)
+        s->relay_payload[i] = (uint8_t)(0x08 + i);
+    for (int i = 0; i < 3; i++) {
+        plaunch__relay_item__init(&s->items[i]);
+        s->item_ptrs[i] = &s->items[i];
+        s->relay_to[i] = (uint32_t)(i + 1);
+    }
+    s->items[0].event = PLAUNCH__RELAY_ITEM__EVENT__OPENED;
+    s->items[0].from = 7;
+    s->items[0].peer_addr = "10.0.0.9";
+    s->items[0].peer_name = "psk";
+    s->items[1].from = 7;
+    s->items[1].payload.len = sizeof s->relay_payload;
+    s->items[1].payload.data = s->relay_payload;
+    s->items[2].event = PLAUNCH__RELAY_ITEM__EVENT__CLOSED;
+    s->items[2].from = 5;
+    s->items[2].text = "its connection closed";
+    plaunch__relayed__init(&s->relayed);
+    s->relayed.n_items = 3;
+    s->relayed.items = s->item_ptrs;
 }
 
 /* Fills *s with a valid message of body type t. */
@@ -185,6 +228,10 @@ static void sample_init(struct sample *s, wire_type_t t)
         [WIRE_BARRIER_DONE] = &s->barrier_done,
         [WIRE_REPORT] = &s->report,
         [WIRE_BYE] = &s->bye,
+        [WIRE_RELAY_START] = &s->relay_start,
+        [WIRE_RELAY_READY] = &s->relay_ready,
+        [WIRE_REDIRECT] = &s->redirect,
+        [WIRE_RELAYED] = &s->relayed,
     };
     memset(s, 0, sizeof *s);
     sample_fill_bodies(s);
