@@ -39,6 +39,7 @@ static void s_link_drop(void *arg, const char *reason, int fatal)
         return;
     }
     log_warn("%s; starting a new session", reason);
+    agent_relay_drop(ac, reason); /* its nodes go back to the coordinator */
 }
 
 static void s_local_msg(void *arg, const wire_msg_t *m)
@@ -395,6 +396,7 @@ static void s_teardown(void *arg)
     agent_mon_destroy(&ac->mon);
     agent_hang_destroy(&ac->hang);
     agent_stacks_destroy(&ac->stacks);
+    agent_relay_free(ac); /* before the link: its nodes' last messages leave first */
     link_destroy(&ac->link);
     coord_server_destroy(&ac->cs);
     agent_ipc_destroy(&ac->ipc);

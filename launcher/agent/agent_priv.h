@@ -10,6 +10,7 @@
 #include "agent_hang.h"
 #include "agent_ipc.h"
 #include "agent_mon.h"
+#include "agent_relay.h"
 #include "agent_stacks.h"
 #include "coord_server.h"
 #include "link.h"
@@ -39,6 +40,9 @@ struct agent {
     coord_server_t *cs;
     link_t *link;
     tls_ctx_t *tls;
+    struct relay *relay;       /* this node relays for others (agent_relay.c); NULL none */
+    tls_ctx_t *relay_tls;      /* ... with its own credentials, as a server */
+    char coord_host[256];      /* the coordinator's host name (HELLO), which the relay's HELLO gives its nodes */
     char endpoint[300];
     char master_host[256];     /* --master's HOST, a name or a number */
     char master_ip[256];       /* its IPv4 address once known; 0.0.0.0 where the scheduler's first node binds */

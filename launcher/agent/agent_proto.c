@@ -220,6 +220,7 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
     char err[512];
     ac->last_heard_ns = loop_now_ns();
     if (m->body_case == WIRE_HELLO) {
+        snprintf(ac->coord_host, sizeof ac->coord_host, "%s", m->hello->hostname);
         if (strcmp(m->job_id, ac->job->job_id) != 0 && !ac->job_id_given) {
             snprintf(ac->job->job_id, sizeof ac->job->job_id, "%s", m->job_id);
             agent_ipc_set_job(ac->ipc, m->job_id);
@@ -258,6 +259,7 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
             break;
         }
         agent_proto_set_state(ac, AC_RUNNING);
+        agent_relay_generation(ac);
         ac->stop_reason = 0;
         ac->assigned = 1;
         supervise_start(ac->sup);
@@ -294,6 +296,10 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
                                 "terminal\n", ac->job->log_dir, ac->job->log_name);
             free(text);
         }
+        break;
+    case WIRE_RELAY_START:
+    case WIRE_RELAYED:
+        agent_relay_on_msg(ac, m);
         break;
     case WIRE_BYE:
         log_info("coordinator: the job is over, exit status %u", m->bye->exit_status);

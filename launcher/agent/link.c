@@ -244,6 +244,9 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
     }
     if (closed && l->sock) {
         char why[400];
+        s_on_readable(loop, -1, l->sock, 0, l); /* what arrived before the close (a relay's BYE) comes first */
+        if (!l->sock)
+            return 0;
         snprintf(why, sizeof why, "the connection to the coordinator at %s closed", l->endpoint);
         s_reset(l, why, 0);
     }

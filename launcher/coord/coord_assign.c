@@ -32,9 +32,11 @@ void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m)
 {
     size_t len;
     void *buf = coord_transport_encode(cs, -1, m, &len); /* once, not once per node */
-    for (int i = 0; buf && i < cs->npeers; i++)
-        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
-            coord_transport_send_encoded(cs, i, buf, len);
+    /* nodes behind a relay first: their relay's own copy (a BYE ends it) then leaves after theirs */
+    for (int behind = 1; behind >= 0; behind--)
+        for (int i = 0; buf && i < cs->npeers; i++)
+            if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && (cs->peers[i].via != 0) == behind)
+                coord_transport_send_encoded(cs, i, buf, len);
     free(buf);
 }
 

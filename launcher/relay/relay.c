@@ -1,0 +1,311 @@
+/* relay: an agent's service to the nodes the coordinator sends it (its children): a ROUTER on the agent's own
+ * address, a TLS 1.3 server session per child, the coordinator's limits on peers that never authenticate
+ * (conn_guard fed by the ROUTER's monitor, peerlog), HELLO and heartbeats to each child, and their messages both
+ * ways (up: relay_up.c's batches). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+#include "relay_priv.h"
+#include "zrouter.h"
+
+static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",
+                                               "unauthenticated, over a limit or past the deadline" };
+
+/* ---- connections ---------------------------------------------------------------------------------------------- */
+
+static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum conn_why why, const char *addr)
+{
+    relay_t *r = arg;
+    if (why != CONN_GONE && why != CONN_REFUSAL && (was == CONN_NEW || was == CONN_PENDING))
+        peerlog_warn(r->plog, &PL_CLOSED, addr, "relay: closed a connection from %s (limits: docs/security.md)", addr);
+    if (tag >= 0 && tag < r->nkids && r->kids[tag].used && r->kids[tag].fd == fd)
+        relay_kids_end(r, tag, "its connection closed", 0);
+}
+
+static void s_settle(relay_t *r)
+{
+    int gone[RL_GONE_MAX], n = r->ngone;
+    memcpy(gone, r->gone, (size_t)n * sizeof *gone);
+    r->ngone = 0;
+    for (int i = 0; i < n; i++)
+        conn_guard_gone(r->guard, gone[i]);
+}
+
+/* The monitor's news first: a frame's connection is then known; closes wait until the ROUTER is read. */
+static void s_drain_monitor(relay_t *r)
+{
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, r->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        zmq_msg_init(&addr);
+        if (zmq_msg_more(&ev))
+            zmq_msg_recv(&addr, r->monitor, 0);
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+        if (event == ZMQ_EVENT_ACCEPTED) {
+            for (int i = 0; i < r->ngone; i++)
+                if (r->gone[i] == (int)value) {
+                    s_settle(r);
+                    break;
+                }
+            conn_guard_accepted(r->guard, (int)value);
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
+            if (r->ngone == RL_GONE_MAX)
+                s_settle(r);
+            r->gone[r->ngone++] = (int)value;
+        } else if (event == ZMQ_EVENT_ACCEPT_FAILED && (value == EMFILE || value == ENFILE)) {
+            conn_guard_out_of_fds(r->guard);
+        }
+    }
+}
+
+static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    relay_t *r = arg;
+    s_drain_monitor(r);
+    for (int budget = 0; budget < 1024; budget++) {
+        zmq_msg_t rid, body;
+        int ok = zrouter_recv(r->router, &rid, &body);
+        if (ok < 0) {
+            zmq_msg_close(&rid);
+            zmq_msg_close(&body);
+            s_settle(r);
+            break;
+        }
+        int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
+        size_t rl = zmq_msg_size(&rid), bl = zmq_msg_size(&body);
+        if (ok && cfd >= 0 && rl <= RL_MAX_RID && bl <= TLS_CHAN_FRAME_MAX) {
+            relay_kids_frame(r, cfd, zmq_msg_data(&rid), rl, zmq_msg_data(&body), bl);
+        }
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+    relay_up_flush(&r->up);
+    return 0;
+}
+
+static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
+{
+    return s_on_router(loop, fd, sock, revents, arg); /* connections and frames in their order */
+}
+
+/* ---- heartbeats ----------------------------------------------------------------------------------------------- */
+
+static int s_hb_tick(loop_t *loop, int id, void *arg)
+{
+    relay_t *r = arg;
+    uint64_t now = loop_now_ns(), limit = (uint64_t)r->hb_timeout_ms * 1000000u;
+    unsigned char buf[128];
+    ssize_t n = -1;
+    char err[128], why[160];
+    r->hb_timer = 0;
+    if (now - r->hb_sent_ns >= (uint64_t)r->hb_interval_ms * 900000u) {
+        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+        wire_msg_t m;
+        static uint64_t seq;
+        r->hb_sent_ns = now;
+        hb.seq = ++seq;
+        hb.mono_ns = now;
+        wire_init(&m, r->job_id, r->generation, WIRE_HEARTBEAT, &hb);
+        n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    }
+    for (int i = 0; i < r->nkids; i++) {
+        struct rchild *c = &r->kids[i];
+        if (!c->used || !c->opened)
+            continue;
+        if (c->watched && now - c->last_ns > limit) {
+            snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
+                     (double)(now - c->last_ns) / 1e9, r->hb_timeout_ms / 1000.0);
+            relay_up_queue(&r->up, PLAUNCH__RELAY_ITEM__EVENT__SILENT, c->handle, NULL, 0, NULL, NULL, why);
+            c->opened = 0; /* SILENT said it all: no CLOSED after it */
+            relay_kids_end(r, i, NULL, 1);
+        } else if (n > 0) {
+            relay_kids_send(r, c, buf, (size_t)n);
+        }
+    }
+    relay_up_flush(&r->up);
+    int tick = r->hb_interval_ms / 4 > 0 ? r->hb_interval_ms / 4 : 1;
+    r->hb_timer = loop_timer_after_ms(loop, tick, s_hb_tick, r);
+    return 0;
+}
+
+/* ---- from the coordinator ------------------------------------------------------------------------------------- */
+
+void relay_down(relay_t *r, const Plaunch__Relayed *batch)
+{
+    for (size_t k = 0; k < batch->n_items; k++) {
+        const Plaunch__RelayItem *it = batch->items[k];
+        int drop = it->event == PLAUNCH__RELAY_ITEM__EVENT__DROP;
+        if (!drop && it->event != PLAUNCH__RELAY_ITEM__EVENT__MESSAGE)
+            continue;
+        for (size_t j = 0; j < it->n_to; j++) {
+            int i = relay_kids_find_handle(r, it->to[j]);
+            if (i < 0) {
+                r->unknown++;
+                continue;
+            }
+            struct rchild *c = &r->kids[i];
+            if (drop) {
+                c->opened = 0; /* the coordinator asked: no CLOSED */
+                relay_kids_end(r, i, NULL, 1);
+                continue;
+            }
+            if (it->watch) {
+                c->watched = 1;
+                c->last_ns = loop_now_ns();
+            }
+            relay_kids_send(r, c, it->payload.data, it->payload.len);
+        }
+    }
+    relay_up_flush(&r->up);
+}
+
+void relay_set_generation(relay_t *r, uint32_t gen)
+{
+    r->generation = gen;
+}
+
+void relay_drop_all(relay_t *r, const char *why)
+{
+    for (int i = 0; i < r->nkids; i++)
+        if (r->kids[i].used) {
+            r->kids[i].opened = 0;
+            relay_kids_end(r, i, NULL, 1);
+        }
+    if (why)
+        log_warn("relay: every node's session here ended: %s", why);
+}
+
+int relay_children(const relay_t *r)
+{
+    return r->live;
+}
+
+const char *relay_endpoint(const relay_t *r)
+{
+    return r->endpoint;
+}
+
+/* ---- life cycle ----------------------------------------------------------------------------------------------- */
+
+static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
+{
+    static unsigned seq;
+    char ep[WIRE_MAX_ENDPOINT + 16], mon_ep[64];
+    int zero = 0, hs_ivl = CONN_AUTH_MS + 1000, backlog = r->max_children * 2 + 64;
+    int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
+    size_t len = sizeof r->endpoint;
+    int v6 = strchr(bind_addr, ':') != NULL;
+    snprintf(ep, sizeof ep, "tcp://%s%s%s:*", v6 ? "[" : "", bind_addr, v6 ? "]" : "");
+    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-relay-monitor-%u", ++seq);
+    if (!(r->router = zmq_socket(r->zctx, ZMQ_ROUTER)) ||
+        zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+        zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, (int[]){ 1 }, sizeof(int)) < 0 ||
+        zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
+        zmq_setsockopt(r->router, ZMQ_HANDSHAKE_IVL, &hs_ivl, sizeof hs_ivl) < 0 ||
+        zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 ||
+        zmq_socket_monitor(r->router, mon_ep, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED |
+                                                  ZMQ_EVENT_ACCEPT_FAILED) < 0 ||
+        !(r->monitor = zmq_socket(r->zctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(r->monitor, ZMQ_RCVHWM, &zero, sizeof zero) < 0 || zmq_connect(r->monitor, mon_ep) < 0) {
+        snprintf(err, errlen, "relay socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (zmq_bind(r->router, ep) < 0 || zmq_getsockopt(r->router, ZMQ_LAST_ENDPOINT, r->endpoint, &len) < 0) {
+        snprintf(err, errlen, "the relay cannot listen on %s: %s", ep, zmq_strerror(errno));
+        return -1;
+    }
+    if (loop_add_socket(r->loop, r->router, ZMQ_POLLIN, s_on_router, r) < 0 ||
+        loop_add_socket(r->loop, r->monitor, ZMQ_POLLIN, s_on_monitor, r) < 0) {
+        snprintf(err, errlen, "event loop: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct relay_cfg *cfg, relay_up_fn up,
+                   void *arg, char *err, size_t errlen)
+{
+    relay_t *r = calloc(1, sizeof *r);
+    struct conn_limits lim;
+    if (!r || !(r->frame = malloc(TLS_CHAN_FRAME_MAX))) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->zctx = zctx;
+    r->loop = loop;
+    r->tls = server_tls;
+    snprintf(r->job_id, sizeof r->job_id, "%s", cfg->job_id);
+    snprintf(r->hello_host, sizeof r->hello_host, "%s", cfg->hello_host[0] ? cfg->hello_host : "relay");
+    r->generation = cfg->generation;
+    r->max_children = cfg->max_children > 0 ? cfg->max_children : 1;
+    r->hb_interval_ms = cfg->hb_interval_ms > 0 ? cfg->hb_interval_ms : 500;
+    r->hb_timeout_ms = cfg->hb_timeout_ms > r->hb_interval_ms ? cfg->hb_timeout_ms : 5 * r->hb_interval_ms;
+    r->up = (struct relay_up){ .fn = up, .arg = arg };
+    /* the coordinator's limits, sized for this relay's nodes: they all may handshake at once */
+    conn_guard_limits(&lim, r->max_children);
+    if (lim.max_pending < r->max_children + 8)
+        lim.max_pending = r->max_children + 8;
+    if (lim.max_unauth < 2 * r->max_children + 16)
+        lim.max_unauth = 2 * r->max_children + 16;
+    if (!(r->guard = conn_guard_new(loop, &lim, s_on_conn_end, r)) || !(r->plog = peerlog_new(loop, 0))) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
+    }
+    if (s_listen(r, cfg->bind_addr, err, errlen) < 0)
+        goto error;
+    r->hb_sent_ns = loop_now_ns();
+    if ((r->hb_timer = loop_timer_after_ms(loop, r->hb_interval_ms / 4 > 0 ? r->hb_interval_ms / 4 : 1, s_hb_tick,
+                                           r)) < 0) {
+        snprintf(err, errlen, "event loop: %s", strerror(errno));
+        goto error;
+    }
+    log_info("relay: listening on %s for up to %d nodes", r->endpoint, r->max_children);
+    return r;
+error:
+    relay_destroy(&r);
+    return NULL;
+}
+
+void relay_destroy(relay_t **pr)
+{
+    relay_t *r = pr ? *pr : NULL;
+    if (!r)
+        return;
+    *pr = NULL;
+    relay_kids_free(r);
+    relay_up_flush(&r->up);
+    relay_up_free(&r->up);
+    if (r->hb_timer > 0)
+        loop_timer_cancel(r->loop, r->hb_timer);
+    if (r->monitor) {
+        loop_remove_socket(r->loop, r->monitor);
+        zmq_socket_monitor(r->router, NULL, 0);
+        zmq_close(r->monitor);
+    }
+    if (r->router) {
+        int linger = RL_LINGER_MS; /* the children's last messages (BYE, close_notify) leave */
+        zmq_setsockopt(r->router, ZMQ_LINGER, &linger, sizeof linger);
+        loop_remove_socket(r->loop, r->router);
+        zmq_close(r->router);
+    }
+    conn_guard_destroy(&r->guard);
+    peerlog_destroy(&r->plog);
+    free(r->frame);
+    free(r);
+}
