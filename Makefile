@@ -190,9 +190,10 @@ $(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
 	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS)
 
-$(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(COMMON_A)
+$(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(LAUNCH_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(COMMON_A) $(PL_LDLIBS) -lpthread
+	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(LAUNCH_A) $(COMMON_A) $(PL_LDLIBS) \
+	    -lpthread
 
 # The stuck worker of stacks.t is unwound from outside: debug information and frame pointers, whatever CFLAGS says.
 $(B)/tests/tools/pl_stuck: PL_CFLAGS += -g -fno-omit-frame-pointer

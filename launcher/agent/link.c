@@ -274,7 +274,9 @@ static int s_connect(link_t *l, char *err, size_t errlen)
      * after 10 ms, doubling up to 1 s, so they join within milliseconds of its start (100 ms cost 0.1 s here). */
     int zero = 0, ivl = 10, ivl_max = 1000;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
-    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-link-monitor-%u", ++seq);
+    /* atomic: the agent simulator runs links on several threads of one process */
+    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-link-monitor-%u",
+             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
     l->at_relay = l->relay[0] != '\0';
     const char *to = l->at_relay ? l->relay : l->endpoint;
     l->sock = zmq_socket(l->zctx, ZMQ_DEALER);
@@ -359,7 +361,7 @@ int link_send(link_t *l, const wire_msg_t *m)
 {
     char err[256];
     size_t len;
-    if (!l->open) {
+    if (!l->open || (l->tls && (!l->ch || tls_chan_state(l->ch) != TLS_CHAN_OPEN))) { /* closed by the peer too */
         errno = ENOTCONN;
         return -1;
     }

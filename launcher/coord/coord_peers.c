@@ -79,7 +79,8 @@ int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, in
     struct peer *p = &cs->peers[i];
     memset(p, 0, sizeof *p);
     p->used = 1;
-    memcpy(p->rid, rid, len);
+    if (len)
+        memcpy(p->rid, rid, len);
     p->rid_len = len;
     p->fd = fd;
     p->node_rank = -1;

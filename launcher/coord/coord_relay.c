@@ -186,16 +186,15 @@ static void s_ready(coord_server_t *cs, struct peer *p, const Plaunch__RelayRead
 /* A node behind relay member `relay` finished its TLS handshake there: a session of its own, as if direct. */
 static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plaunch__RelayItem *it)
 {
-    const struct peer *rp = &cs->peers[relay];
     if (coord_via_find(cs, relay, it->from) >= 0)
         return;
     if (r->nodes >= 2 * cs->tree.max_children + 16) { /* more than it was ever sent: ended at once */
         coord_via_queue(cs, r, it->from, PLAUNCH__RELAY_ITEM__EVENT__DROP, NULL, 0, 0);
         return;
     }
-    int v = coord_peers_new(cs, NULL, 0, -1);
+    int v = coord_peers_new(cs, NULL, 0, -1); /* may move cs->peers */
     if (v < 0) {
-        log_error("coordinator: out of memory for a node behind relay %s", rp->host);
+        log_error("coordinator: out of memory for a node behind relay %s", cs->peers[relay].host);
         return;
     }
     struct peer *p = &cs->peers[v];
@@ -205,7 +204,7 @@ static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plau
     p->st = PS_OPEN;
     snprintf(p->from, sizeof p->from, "%s", it->peer_addr);
     coord_via_index(cs, v);
-    log_debug("TLS session with %s as '%s' through relay %s", p->from, it->peer_name, rp->host);
+    log_debug("TLS session with %s as '%s' through relay %s", p->from, it->peer_name, cs->peers[relay].host);
 }
 
 /* Its session at the relay ended: a member may come back (through any relay) within the grace, others go. */
@@ -238,12 +237,13 @@ static void s_message(coord_server_t *cs, int v, const ProtobufCBinaryData *payl
 
 static void s_relayed(coord_server_t *cs, int relay, const Plaunch__Relayed *rel)
 {
-    struct crelay *r = &cs->tree.relays[cs->peers[relay].relay - 1];
     char why[1200];
     for (size_t i = 0; i < rel->n_items; i++) {
         const Plaunch__RelayItem *it = rel->items[i];
-        if (it->n_to || !cs->peers[relay].used) /* the other way's items; or the relay went meanwhile */
+        /* the other way's items; or the relay went meanwhile (what its nodes said may have ended it) */
+        if (it->n_to || !cs->peers[relay].used || !cs->peers[relay].relay)
             continue;
+        struct crelay *r = &cs->tree.relays[cs->peers[relay].relay - 1];
         if (it->event == PLAUNCH__RELAY_ITEM__EVENT__OPENED) {
             s_opened(cs, relay, r, it);
             continue;

@@ -116,9 +116,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     if (now - r->hb_sent_ns >= (uint64_t)r->hb_interval_ms * 900000u) {
         Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
         wire_msg_t m;
-        static uint64_t seq;
         r->hb_sent_ns = now;
-        hb.seq = ++seq;
+        hb.seq = ++r->hb_seq;
         hb.mono_ns = now;
         wire_init(&m, r->job_id, r->generation, WIRE_HEARTBEAT, &hb);
         n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
@@ -211,7 +210,8 @@ static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
     size_t len = sizeof r->endpoint;
     int v6 = strchr(bind_addr, ':') != NULL;
     snprintf(ep, sizeof ep, "tcp://%s%s%s:*", v6 ? "[" : "", bind_addr, v6 ? "]" : "");
-    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-relay-monitor-%u", ++seq);
+    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-relay-monitor-%u", /* relays on several threads: atomic */
+             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
     if (!(r->router = zmq_socket(r->zctx, ZMQ_ROUTER)) ||
         zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, (int[]){ 1 }, sizeof(int)) < 0 ||

@@ -41,7 +41,7 @@ struct relay {
     int index_broken;
     uint32_t next_handle;
     int hb_timer;
-    uint64_t hb_sent_ns;
+    uint64_t hb_sent_ns, hb_seq;
     unsigned char *frame;
     struct relay_up up;
     int gone[RL_GONE_MAX], ngone;

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "loop.h"
 #include "tls_chan.h"
 #include "wire.h"
 
@@ -27,6 +28,7 @@
 #define SIM_FDS_PER_AGENT 5
 
 enum sim_phase {
+    SIM_HOSTS,  /* only the agents that can relay run: they join first, and the coordinator asks them to relay */
     SIM_FORM,   /* connect, JOIN, ASSIGN, ids, barrier */
     SIM_STEADY, /* heartbeats only; the silent agents stop sending */
     SIM_END,    /* every agent says its workers ended (WORKER_EXIT, BYE) and waits for the coordinator's BYE */
@@ -45,6 +47,9 @@ struct sim_opts {
     int silent;                /* this many agents (the last ones) stop sending once steady */
     int ranks;                 /* 1: agent i asks for node rank i + 1 (node 0 is the real plaunch) */
     int procs;                 /* processes sharing the agents */
+    int relays;                /* agents that can relay (sim_host.c), the first ones of each process's share */
+    int fanout;                /* the coordinator's --relay-fanout (0 off), for the count of relays it wants */
+    int want;                  /* relays the coordinator wants (as coord_relay.c counts them) */
     double heartbeat, hb_timeout;
     const char *keys[SIM_MAX_KEYS];
     int nkeys;
@@ -71,6 +76,12 @@ struct sim_agent {
     int backoff_ms;               /* before the next session after a broken one (the real link's: 0, 50 .. 1000) */
     uint64_t retry_at;
     int sessions;                 /* sessions started (1 unless the coordinator closed some) */
+    struct sim_host *host;        /* an agent that can relay: its own thread, loop, link and relay (sim_host.c) */
+    char relay_ep[WIRE_MAX_ENDPOINT + 1]; /* a REDIRECT's relay, for the next session; "" none */
+    int at_relay;                 /* the current session is at a relay */
+    int direct;                   /* its relay failed it: the coordinator is asked to serve it itself */
+    int redirected;               /* it was sent to a relay once */
+    int relaying;                 /* it relays for others */
     char job_id[WIRE_MAX_JOB_ID + 1];
     char addr[64];                /* its address (JOIN.addr, the source of its connection) */
     char endpoint[400];           /* "tcp://ADDR:0;HOST:PORT" */
@@ -99,7 +110,7 @@ struct sim_thread {
 /* What an agent got, sent from each process to sim_main.c at the end. */
 struct sim_result {
     int idx, node_rank, first_rank, world, nnodes;
-    int assigned, have_ids, passed, errors, sessions, stop_reason, joined;
+    int assigned, have_ids, passed, errors, sessions, stop_reason, joined, redirected, relaying;
     uint64_t join_ns, assign_ns, ids_ns, barrier_ns, stop_ns;
 };
 
@@ -110,8 +121,14 @@ struct sim_part_report {
     unsigned char ref[SIM_MAX_KEYS][WIRE_NCCL_ID_BYTES];
 };
 
-/* The pipes between sim_main.c and each process: down 'S' steady, 'E' end, 'Q' quit; up 'F' formed (every agent
- * of the process passed the barrier or failed), 'T' every live agent got STOP, 'D' + report + results. */
+/* The pipes between sim_main.c and each process: down 'G' go (the agents that cannot relay start), 'S' steady,
+ * 'E' end, 'Q' quit; up 'R' an agent relays (or 'N' it was asked and cannot), 'J' every agent of the process that can
+ * relay joined, 'F' formed (every agent of the process passed the barrier or failed), 'T' every live agent got
+ * STOP, 'D' + report + results. */
+#define SIM_UP_RELAY 'R'
+#define SIM_UP_NORELAY 'N'
+#define SIM_UP_JOINED 'J'
+#define SIM_DOWN_GO 'G'
 #define SIM_UP_FORMED 'F'
 #define SIM_UP_STOPPED 'T'
 #define SIM_UP_DONE 'D'
@@ -132,6 +149,11 @@ struct sim_run {
     atomic_int id_mismatch;
     atomic_int logged;            /* error lines printed, bounded */
     int first, n;                 /* this process's agents */
+    tls_ctx_t *server_tls;        /* the relays' side of their children's sessions */
+    int up;                       /* the pipe to sim_main.c ('R', 'N' come from the relays' threads) */
+    struct sim_host *hosts;       /* this process's agents that can relay */
+    int nhosts;
+    atomic_int hosts_joined;
 };
 
 /* sim_part.c */
@@ -146,6 +168,19 @@ void *sim_net_thread(void *arg);
 int sim_net_send(struct sim_agent *a, const wire_msg_t *m);
 /* Ends a's session and socket; with retry, a new one starts after the back-off. */
 void sim_net_reset(struct sim_agent *a, int retry);
+
+/* sim_host.c: agents that can relay, each on a thread of its own with the real agent's loop, link (link.c) and
+ * relay (launcher/relay/): the same code a real relay runs */
+/* Makes agents[0..n) the process's agents that can relay (each gets a sim_host; a->th becomes the host's own). */
+int sim_host_setup(struct sim_run *run, struct sim_agent **agents, int n);
+/* Starts the threads of this process's agents that can relay (run->hosts). 0, or -1. */
+int sim_host_start(struct sim_run *run);
+/* Joins them, once the run's phase is SIM_QUIT. */
+void sim_host_join(struct sim_run *run);
+/* A hosted agent's message to the coordinator, over its link. 0, or -1. */
+int sim_host_send(struct sim_agent *a, const wire_msg_t *m);
+/* RELAY_START (answered RELAY_READY; an agent that is not hosted answers that it cannot) or RELAYED. */
+void sim_host_relay(struct sim_agent *a, const wire_msg_t *m);
 
 /* sim_agent.c */
 /* A checked message from the coordinator (HELLO first on every session). */

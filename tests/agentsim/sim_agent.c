@@ -276,6 +276,10 @@ void sim_agent_on_msg(struct sim_agent *a, const wire_msg_t *m)
         break;
     case WIRE_REPORT:
         break; /* the summary or the Health block: a real agent logs them */
+    case WIRE_RELAY_START:
+    case WIRE_RELAYED:
+        sim_host_relay(a, m);
+        break;
     default:
         a->errors++;
     }

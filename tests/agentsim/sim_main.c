@@ -28,7 +28,9 @@ static const char s_usage[] =
     "the last K agents stop sending once steady; the others must get STOP(NODE_LOST). --window W: at most W\n"
     "agents in a handshake at once (default: all at once, as real nodes starting together). --procs K: the agents\n"
     "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, five\n"
-    "descriptors per agent). Prints one line of\n"
+    "descriptors per agent). --relay-fanout auto|off|K: the coordinator's (default auto); --relays R: agents\n"
+    "that can relay, each on a thread of its own running the real agent's link and relay code (default: as many\n"
+    "as the coordinator wants, plus 2); they join first. Prints one line of\n"
     "results and the checks; exit 0 when every check passed, 1 otherwise, 2 for bad usage.\n";
 
 struct sim_cli {
@@ -37,6 +39,18 @@ struct sim_cli {
     double settle, hb_window, deadline;
 };
 
+/* The relays a coordinator of n nodes wants at --relay-fanout k (-1 auto, 0 off), as launcher/coord/coord_relay.c
+ * counts them. */
+static int s_relays_wanted(int n, int k)
+{
+    if (k == 0 || (k < 0 && n <= 512))
+        return 0;
+    if (k < 0)
+        for (k = 1; k * k < n; k++)
+            ;
+    return n - 1 <= k ? 0 : (n - 1 + k) / (k + 1);
+}
+
 static int s_parse(int argc, char **argv, struct sim_cli *c)
 {
     static const struct option longs[] = {
@@ -44,14 +58,15 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         { "threads", 1, 0, 't' }, { "window", 1, 0, 'w' }, { "heartbeat", 1, 0, 'h' },
         { "heartbeat-timeout", 1, 0, 'H' }, { "ranks", 0, 0, 'r' }, { "silent", 1, 0, 's' }, { "keys", 1, 0, 'k' },
         { "coord-pid", 1, 0, 'c' }, { "settle", 1, 0, 'S' }, { "hb-window", 1, 0, 'W' }, { "deadline", 1, 0, 'd' },
-        { "addr", 1, 0, 'a' }, { "procs", 1, 0, 'P' }, { "help", 0, 0, '?' }, { 0, 0, 0, 0 } };
+        { "addr", 1, 0, 'a' }, { "procs", 1, 0, 'P' }, { "relay-fanout", 1, 0, 'f' }, { "relays", 1, 0, 'R' },
+        { "help", 0, 0, '?' }, { 0, 0, 0, 0 } };
     static char keys[256] = "world,pipeline";
     struct sim_opts *o = &c->o;
     const char *master = NULL;
     int opt;
     *c = (struct sim_cli){ .settle = 2, .hb_window = 10, .deadline = 300 };
     *o = (struct sim_opts){ .nproc = 1, .heartbeat = 0.5, .hb_timeout = 2.5,
-                            .nnodes = -1, .threads = -1 };
+                            .nnodes = -1, .threads = -1, .fanout = -1, .relays = -1 };
     while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (opt) {
         case 'm': master = optarg; break;
@@ -71,6 +86,8 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         case 'd': c->deadline = atof(optarg); break;
         case 'a': o->addr = optarg; break;
         case 'P': o->procs = atoi(optarg); break;
+        case 'f': o->fanout = strcmp(optarg, "auto") == 0 ? -1 : strcmp(optarg, "off") == 0 ? 0 : atoi(optarg); break;
+        case 'R': o->relays = atoi(optarg); break;
         default: fputs(s_usage, stderr); return -1;
         }
     }
@@ -79,17 +96,21 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         o->keys[o->nkeys++] = k;
     if (o->nnodes < 0)
         o->nnodes = o->agents + 1;
-    if (o->procs <= 0) { /* as many processes as the descriptor limit needs */
+    o->want = s_relays_wanted(o->nnodes, o->fanout);
+    if (o->relays < 0)
+        o->relays = o->want ? o->want + 2 : 0;
+    if (o->procs <= 0) { /* as many processes as the descriptor limit needs (a relay holds its nodes' connections) */
         struct rlimit rl;
         long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
-                       ? ((long)rl.rlim_max - 512) / SIM_FDS_PER_AGENT : 100000;
+                       ? ((long)rl.rlim_max - 512) / (SIM_FDS_PER_AGENT + 2) : 100000;
         o->procs = (int)((o->agents + per - 1) / per);
     }
     if (o->threads < 0)
         o->threads = o->procs > 1 ? 1 : 2;
     if (!master || optind != argc || o->agents < 1 || o->nproc < 1 || o->nproc > SIM_MAX_NPROC || o->threads < 1 ||
         o->threads > 64 || o->silent < 0 || o->silent >= o->agents || o->heartbeat <= 0 ||
-        o->hb_timeout <= o->heartbeat || o->nkeys < 1 || o->procs < 1 || o->procs > o->agents) {
+        o->hb_timeout <= o->heartbeat || o->nkeys < 1 || o->procs < 1 || o->procs > o->agents || o->relays > o->agents ||
+        o->fanout == 1 || o->fanout < -1) {
         fputs(s_usage, stderr);
         return -1;
     }
@@ -199,6 +220,7 @@ static int s_report(const struct sim_opts *o, struct sim_result *all, const stru
                     const struct sim_meas *m)
 {
     int n = o->agents, live = n - o->silent, errors = 0, sessions = 0, ids = 0, passed = 0, lost_ok = 0, got = 0;
+    int relaying = 0, redirected = 0;
     uint64_t t0 = UINT64_MAX, lost_last = 0;
     for (int i = 0; i < n; i++) {
         const struct sim_result *a = &all[i];
@@ -209,6 +231,8 @@ static int s_report(const struct sim_opts *o, struct sim_result *all, const stru
         ids += a->have_ids;
         passed += a->passed;
         got += a->assigned;
+        relaying += a->relaying;
+        redirected += a->redirected;
         if (a->idx < live && a->stop_reason == PLAUNCH__STOP__REASON__NODE_LOST) {
             lost_ok++;
             lost_last = a->stop_ns > lost_last ? a->stop_ns : lost_last;
@@ -226,7 +250,7 @@ static int s_report(const struct sim_opts *o, struct sim_result *all, const stru
            m->rss_kib >= 0 ? (double)m->rss_kib / 1024 : -1.0, m->form_cpu, sim_cpu, sessions);
     if (o->silent)
         printf(" lost_detect_s=%.3f", lost_last > m->steady_ns ? (double)(lost_last - m->steady_ns) / 1e9 : -1.0);
-    printf(" world=%d\n", n ? all[0].world : -1);
+    printf(" relays=%d via_relays=%d world=%d\n", relaying, redirected, n ? all[0].world : -1);
     for (int j = 0; j < o->nkeys; j++) { /* the ids every agent holds, for a comparison with the real nodes' */
         printf("agentsim id %s ", o->keys[j]);
         for (int b = 0; b < WIRE_NCCL_ID_BYTES; b++)
@@ -288,6 +312,36 @@ static int s_wait_children(struct sim_child *ch, int k, char want, uint64_t dead
         }
     }
     return 0;
+}
+
+/* Every process says its agents that can relay joined ('J'), and as many relays as the coordinator asks answered
+ * ('R', 'N'); then the others may start. 0, or -1 at the deadline (ns). */
+static int s_wait_hosts(const struct sim_opts *o, struct sim_child *ch, uint64_t deadline)
+{
+    int joined = 0, answered = 0, want = o->want < o->relays ? o->want : o->relays;
+    struct pollfd *pfd = calloc((size_t)(o->procs > 0 ? o->procs : 1), sizeof *pfd);
+    if (!pfd)
+        return -1;
+    for (int i = 0; i < o->procs; i++)
+        pfd[i] = (struct pollfd){ .fd = ch[i].up, .events = POLLIN };
+    while (joined < o->procs || answered < want) {
+        int ms = deadline > sim_now_ns() ? (int)((deadline - sim_now_ns()) / 1000000) + 1 : 0;
+        if (poll(pfd, (nfds_t)o->procs, ms) <= 0)
+            break;
+        for (int i = 0; i < o->procs; i++) {
+            char c;
+            if (!(pfd[i].revents & POLLIN))
+                continue;
+            if (read(ch[i].up, &c, 1) != 1) {
+                pfd[i].fd = -1;
+                continue;
+            }
+            joined += c == SIM_UP_JOINED;
+            answered += c == SIM_UP_RELAY || c == SIM_UP_NORELAY;
+        }
+    }
+    free(pfd);
+    return joined < o->procs || answered < want ? -1 : 0;
 }
 
 static void s_tell(struct sim_child *ch, int k, char c)
@@ -370,6 +424,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "pl_agentsim: cannot start process %d: %s\n", i, strerror(errno));
             return 1;
         }
+    if (s_wait_hosts(o, ch, deadline) < 0)
+        fprintf(stderr, "pl_agentsim: the agents that can relay did not join (and relay) within --deadline %g s\n",
+                c.deadline);
+    s_tell(ch, o->procs, SIM_DOWN_GO);
     if (s_wait_children(ch, o->procs, SIM_UP_FORMED, deadline) < 0)
         fprintf(stderr, "pl_agentsim: the job did not form within --deadline %g s\n", c.deadline);
     m.steady_ns = sim_now_ns();

@@ -10,6 +10,8 @@
 #include <sys/epoll.h>
 #include <zmq.h>
 
+#include "link.h"
+
 #define SN_EVENTS 256
 
 static int s_fd_of(void *sock)
@@ -55,6 +57,12 @@ static void s_set_state(struct sim_agent *a, enum sim_state st)
 
 void sim_net_reset(struct sim_agent *a, int retry)
 {
+    if (a->host) { /* its link starts over by itself */
+        a->open = retry ? a->open : 0;
+        return;
+    }
+    if (a->at_relay && retry && !a->relay_ep[0]) /* its relay failed it: the coordinator serves it itself */
+        a->direct = 1;
     if (a->ch) {
         s_flush(a);
         tls_chan_destroy(&a->ch);
@@ -68,8 +76,20 @@ void sim_net_reset(struct sim_agent *a, int retry)
         return;
     if (a->st == SA_HANDSHAKE || a->st == SA_JOINING)
         s_set_state(a, SA_WAIT);
+    if (a->relay_ep[0]) { /* a REDIRECT: at once, no failure */
+        a->retry_at = 0;
+        return;
+    }
     a->retry_at = sim_now_ns() + (uint64_t)a->backoff_ms * 1000000u;
     a->backoff_ms = a->backoff_ms ? (a->backoff_ms * 2 > 1000 ? 1000 : a->backoff_ms * 2) : 50;
+}
+
+/* The routing id that asks the coordinator to serve this agent itself (link.c's). */
+static int s_ask_direct(struct sim_agent *a)
+{
+    char rid[LINK_DIRECT_LEN + 9];
+    snprintf(rid, sizeof rid, "%s%08x", LINK_DIRECT, (unsigned)(a->idx * 2654435761u) ^ (unsigned)a->sessions);
+    return zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, rid, LINK_DIRECT_LEN + 8);
 }
 
 static void s_drain(struct sim_agent *a);
@@ -82,15 +102,23 @@ static int s_connect(struct sim_agent *a)
     char mon_ep[96];
     int zero = 0, ivl = 10, ivl_max = 1000;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
+    char ep[sizeof a->endpoint + WIRE_MAX_ENDPOINT];
     snprintf(mon_ep, sizeof mon_ep, "inproc://agentsim-%d-%d", a->idx, ++a->sessions);
+    a->at_relay = a->relay_ep[0] != '\0';
+    if (a->at_relay) /* from its own address, to the relay's */
+        snprintf(ep, sizeof ep, "tcp://%s:0;%s", a->addr, a->relay_ep + strlen("tcp://"));
+    else
+        snprintf(ep, sizeof ep, "%s", a->endpoint);
+    a->relay_ep[0] = '\0';
     a->sock = zmq_socket(run->zctx, ZMQ_DEALER);
-    if (!a->sock || zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+    if (!a->sock || (a->direct && !a->at_relay && s_ask_direct(a) < 0) ||
+        zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
         zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
         zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_socket_monitor(a->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 ||
         !(a->mon = zmq_socket(run->zctx, ZMQ_PAIR)) || zmq_connect(a->mon, mon_ep) < 0 ||
-        zmq_connect(a->sock, a->endpoint) < 0 || s_watch(a, a->sock, 0) < 0 || s_watch(a, a->mon, 1) < 0) {
+        zmq_connect(a->sock, ep) < 0 || s_watch(a, a->sock, 0) < 0 || s_watch(a, a->mon, 1) < 0) {
         sim_log(run, "agent %d: cannot connect to %s: %s (raise the descriptor limit?)", a->idx, run->o->endpoint,
                 zmq_strerror(errno));
         sim_net_reset(a, 1);
@@ -129,9 +157,29 @@ static void s_deliver(struct sim_agent *a, const void *data, size_t len)
     wire_free(&m);
 }
 
+/* A plaintext answer to the ClientHello: a REDIRECT, followed at once, as the real link does. */
+static int s_on_plain(struct sim_agent *a, const unsigned char *data, size_t len)
+{
+    char err[256];
+    if (a->at_relay || a->open || a->direct || len == 0 || (data[0] >= 0x14 && data[0] <= 0x17))
+        return 0;
+    wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_PLAIN, err, sizeof err);
+    int redirect = m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0;
+    if (redirect) {
+        snprintf(a->relay_ep, sizeof a->relay_ep, "%s", m->redirect->endpoint);
+        a->redirected = 1;
+        sim_net_reset(a, 1);
+    } else {
+        sim_log(a->th->run, "agent %d: a plaintext frame from the coordinator: %s", a->idx,
+                m ? wire_type_name(m->body_case) : err);
+    }
+    wire_free(&m);
+    return redirect;
+}
+
 static void s_on_frame(struct sim_agent *a, const void *data, size_t len)
 {
-    if (!a->ch)
+    if (!a->ch || s_on_plain(a, data, len))
         return;
     if (tls_chan_feed(a->ch, data, len) < 0) {
         sim_log(a->th->run, "agent %d: TLS with the coordinator failed: %s", a->idx, tls_chan_error(a->ch));
@@ -196,7 +244,9 @@ static void s_on_monitor(struct sim_agent *a)
             zmq_msg_close(&ev);
         }
     }
-    if (closed && a->st != SA_DONE && a->st != SA_FAILED)
+    if (closed)
+        s_drain(a); /* what arrived before the close (a relay's BYE) comes first */
+    if (closed && a->sock && a->st != SA_DONE && a->st != SA_FAILED)
         sim_net_reset(a, 1);
 }
 
@@ -204,6 +254,8 @@ int sim_net_send(struct sim_agent *a, const wire_msg_t *m)
 {
     unsigned char buf[8192];
     char err[256];
+    if (a->host)
+        return a->open ? sim_host_send(a, m) : -1;
     if (!a->open || !a->ch)
         return -1;
     ssize_t n = wire_encode(m, buf, sizeof buf, err, sizeof err);
@@ -229,6 +281,8 @@ static void s_tick(struct sim_thread *th, uint64_t now)
     int window = o->window > 0 ? (o->window + o->threads - 1) / o->threads : 0;
     for (int i = 0; i < th->n; i++) {
         struct sim_agent *a = &th->agents[i];
+        if (a->host || phase == SIM_HOSTS)
+            continue; /* a relay runs on a thread of its own; the others wait for 'G' */
         if (phase == SIM_QUIT) {
             sim_net_reset(a, 0);
             continue;

@@ -14,11 +14,11 @@
 
 #define SP_END_MS 60000 /* from 'E' to every agent's BYE */
 
-/* SIM_FDS_PER_AGENT descriptors per agent, and some room. */
-static int s_raise_fds(int agents)
+/* SIM_FDS_PER_AGENT descriptors per agent, the connections of the relays' children, and some room. */
+static int s_raise_fds(int agents, int relays, int children)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t)agents * SIM_FDS_PER_AGENT + 256;
+    rlim_t need = (rlim_t)agents * SIM_FDS_PER_AGENT + (rlim_t)relays * (rlim_t)(children + 16) + 256;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
         return 0;
     rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
@@ -42,8 +42,16 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
         fprintf(stderr, "pl_agentsim: PLAUNCH_TOKEN: %s\n", tok ? err : "not set (the job's token, hex)");
         return -1;
     }
+    int k = o->want ? o->agents / o->want + 1 : 0, nh = (int)((long)o->relays * (run->first + run->n) / o->agents) -
+                                                         (int)((long)o->relays * run->first / o->agents);
+    if (nh > run->n)
+        nh = run->n;
+    if (nh && !(run->server_tls = tls_ctx_new_psk(1, key, keylen, err, sizeof err))) {
+        fprintf(stderr, "pl_agentsim: PLAUNCH_TOKEN: %s\n", err);
+        return -1;
+    }
     /* room for sockets closed but not yet reaped by libzmq when sessions are started over */
-    if (s_raise_fds(run->n) < 0 || !(run->zctx = zmq_ctx_new()) ||
+    if (s_raise_fds(run->n, nh, k + k / 4 + 2) < 0 || !(run->zctx = zmq_ctx_new()) ||
         zmq_ctx_set(run->zctx, ZMQ_IO_THREADS, o->threads) < 0 ||
         zmq_ctx_set(run->zctx, ZMQ_MAX_SOCKETS, 4 * run->n + 1024) < 0) {
         fprintf(stderr, "pl_agentsim: ZeroMQ context: %s\n", zmq_strerror(errno));
@@ -71,7 +79,21 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
             snprintf(a->endpoint, sizeof a->endpoint, "tcp://%s:0;%s", a->addr, o->endpoint + strlen("tcp://"));
         }
     }
-    return 0;
+    /* the agents that can relay: the first nh of this process's share, spread over its threads' arrays */
+    struct sim_agent **hosted = calloc((size_t)(nh ? nh : 1), sizeof *hosted);
+    int got = 0;
+    for (int t = 0; hosted && t < o->threads; t++)
+        for (int i = 0; i < run->threads[t].n && got < nh; i++)
+            if (run->threads[t].agents[i].idx < run->first + nh)
+                hosted[got++] = &run->threads[t].agents[i];
+    int rc = hosted ? sim_host_setup(run, hosted, got) : -1;
+    free(hosted);
+    return rc;
+}
+
+static int s_hosts_joined(struct sim_run *r)
+{
+    return atomic_load(&r->hosts_joined) + atomic_load(&r->failed) >= r->nhosts;
 }
 
 /* Waits until cond() holds (checked every 10 ms), a byte comes down or the deadline (ns, 0 none) passes; returns
@@ -147,7 +169,8 @@ static int s_send_results(struct sim_run *run, int up)
                                     .world = a->world, .nnodes = a->nnodes, .assigned = a->assigned,
                                     .have_ids = a->have_ids, .passed = a->passed, .errors = a->errors,
                                     .sessions = a->sessions, .stop_reason = a->stop_reason,
-                                    .joined = a->joined_once, .join_ns = a->join_ns, .assign_ns = a->assign_ns,
+                                    .joined = a->joined_once, .redirected = a->redirected,
+                                    .relaying = a->relaying, .join_ns = a->join_ns, .assign_ns = a->assign_ns,
                                     .ids_ns = a->ids_ns, .barrier_ns = a->barrier_ns, .stop_ns = a->stop_ns };
             if (s_write_all(up, &r, sizeof r) < 0)
                 return -1;
@@ -160,11 +183,22 @@ int sim_part_run(const struct sim_opts *o, int first, int n, int up, int down)
     struct sim_run run = { .o = o, .first = first, .n = n };
     char tag;
     pthread_mutex_init(&run.ref_lock, NULL);
-    if (s_setup(&run, o) < 0)
+    run.up = up;
+    if (s_setup(&run, o) < 0 || sim_host_start(&run) < 0)
         return 1;
     for (int t = 0; t < o->threads; t++)
         pthread_create(&run.threads[t].tid, NULL, sim_net_thread, &run.threads[t]);
-    int c = s_wait(&run, down, s_formed, 0);
+    /* the agents that can relay join first: the coordinator asks the first to join directly */
+    int c = s_wait(&run, down, s_hosts_joined, 0);
+    if (c == 0) {
+        tag = SIM_UP_JOINED;
+        s_write_all(up, &tag, 1);
+        c = s_wait(&run, down, NULL, 0);
+    }
+    if (c == SIM_DOWN_GO) {
+        atomic_store(&run.phase, SIM_FORM);
+        c = s_wait(&run, down, s_formed, 0);
+    }
     if (c == 0) {
         tag = SIM_UP_FORMED;
         s_write_all(up, &tag, 1);
@@ -186,13 +220,16 @@ int sim_part_run(const struct sim_opts *o, int first, int n, int up, int down)
     atomic_store(&run.phase, SIM_QUIT);
     for (int t = 0; t < o->threads; t++)
         pthread_join(run.threads[t].tid, NULL);
+    sim_host_join(&run);
     int rc = s_send_results(&run, up) < 0;
     for (int t = 0; t < o->threads; t++) {
         free(run.threads[t].agents);
         close(run.threads[t].epfd);
     }
     free(run.threads);
+    free(run.hosts);
     zmq_ctx_term(run.zctx);
     tls_ctx_destroy(&run.tls);
+    tls_ctx_destroy(&run.server_tls);
     return rc;
 }
