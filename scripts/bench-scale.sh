@@ -5,22 +5,26 @@
 #   N=<n> formed_s=<first JOIN to last ASSIGN> ids_s=<to last NCCL id delivered> hb_cpu_pct=<coordinator CPU at
 #   steady heartbeats, % of one core> coord_rss_mib=<its peak RSS>
 # then the ratios between successive N, and a '#' line per N with what else was measured and the checks.
-# Usage: scripts/bench-scale.sh [--heartbeat S] [--heartbeat-timeout S] [--hb-window S] [--perf DIR] [N...]
+# Usage: scripts/bench-scale.sh [--heartbeat S] [--heartbeat-timeout S] [--hb-window S] [--relay-fanout F]
+#                               [--perf DIR] [N...]
 #   default N: 1024 4096 16384; heartbeats at plaunch's defaults; --hb-window: seconds of steady heartbeats the
-#   CPU is sampled over (default 10, after 2 s of settling); --perf DIR: perf record of the coordinator per N.
+#   CPU is sampled over (default 10, after 2 s of settling); --relay-fanout: the tree (default auto: relays from
+#   513 nodes on, run by the simulator's agents that can relay; off: every agent talks to the coordinator);
+#   --perf DIR: perf record of the coordinator per N.
 # Never fails on a missed target; exits 1 only when a run could not be made at all.
 set -euo pipefail
 . "$(dirname "$0")/bench-lib.sh"
 
-hb="" hbt="" window=10 perf_dir=""
+hb="" hbt="" window=10 perf_dir="" fanout=auto
 sizes=()
 while [ $# -gt 0 ]; do
     case $1 in
     --heartbeat) hb=$2; shift 2 ;;
     --heartbeat-timeout) hbt=$2; shift 2 ;;
     --hb-window) window=$2; shift 2 ;;
+    --relay-fanout) fanout=$2; shift 2 ;;
     --perf) perf_dir=$(realpath -m -- "$2"); shift 2 ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) bench_positive_int N "$1"; sizes+=("$1"); shift ;;
     esac
 done
@@ -31,6 +35,7 @@ cp build/tests/tools/pl_agentsim "$BENCH_TMP/"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 hb_opts=()
+tree_opts=(--relay-fanout "$fanout")
 [ -z "$hb" ] || hb_opts+=(--heartbeat "$hb")
 [ -z "$hbt" ] || hb_opts+=(--heartbeat-timeout "$hbt")
 
@@ -40,19 +45,20 @@ s_scale_run() {
     PLAUNCH_TOKEN=$("$PLAUNCH" token)
     export PLAUNCH_TOKEN PLAUNCH_TIMEOUT_MS=600000
     "$PLAUNCH" --nnodes "$n" --node-rank 0 --master "127.0.0.1:$port" --nproc-per-node 1 --rdzv-timeout 600 \
-        "${hb_opts[@]}" --quiet --tee none --log-dir "$d/log" "$REPO/build/bin/nccl_id" >"$d/node0.out" 2>&1 &
+        "${hb_opts[@]}" "${tree_opts[@]}" --quiet --tee none --log-dir "$d/log" "$REPO/build/bin/nccl_id" \
+        >"$d/node0.out" 2>&1 &
     pid=$!
     if [ -n "$perf_dir" ]; then
         perf record -F 499 -g -p "$pid" -o "$perf_dir/perf.$n.data" >/dev/null 2>&1 &
     fi
     "$BENCH_TMP/pl_agentsim" --master "127.0.0.1:$port" --agents $((n - 1)) --coord-pid "$pid" "${hb_opts[@]}" \
-        --settle 2 --hb-window "$window" --deadline 600 || rc=$?
+        "${tree_opts[@]}" --settle 2 --hb-window "$window" --deadline 600 || rc=$?
     wait "$pid" || true
     return "$rc"
 }
 
 [ -z "$perf_dir" ] || mkdir -p "$perf_dir"
-bench_header "bench-scale: the coordinator with N-1 simulated agents and node 0 (heartbeats ${hb:-0.5 (default)} s, timeout ${hbt:-2.5 (default)} s)"
+bench_header "bench-scale: the coordinator with N-1 simulated agents and node 0 (heartbeats ${hb:-0.5 (default)} s, timeout ${hbt:-2.5 (default)} s, --relay-fanout $fanout)"
 port=$((29000 + $$ % 500))
 prev=() first=() results=()
 for n in "${sizes[@]}"; do
@@ -72,7 +78,8 @@ for n in "${sizes[@]}"; do
     echo "N=$n formed_s=${cur[1]} ids_s=${cur[2]} hb_cpu_pct=${cur[3]} coord_rss_mib=${cur[4]}"
     failed=$(grep -c '^check FAILED' "$d/sim.out" || true)
     echo "# N=$n barrier_s=$(val barrier_s) coord_form_cpu_s=$(val coord_form_cpu_s) sim_cpu_s=$(val sim_cpu_s)" \
-        "sim_procs=$(val procs) sessions=$(val sessions) checks: $([ "$failed" = 0 ] && echo "all passed" ||
+        "sim_procs=$(val procs) sessions=$(val sessions) relays=$(val relays) via_relays=$(val via_relays)" \
+        "checks: $([ "$failed" = 0 ] && echo "all passed" ||
             echo "$failed FAILED: $(grep '^check FAILED' "$d/sim.out" | head -2 | tr '\n' ';')")"
     if [ "$failed" != 0 ]; then # why: the simulator's first complaints, the coordinator's first errors
         { grep -m 5 '^pl_agentsim' "$d/sim.out" || true

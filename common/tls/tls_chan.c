@@ -146,8 +146,9 @@ static int s_scan(tls_chan_t *ch)
     return 0;
 }
 
-/* Room for one more record of plaintext; the backlog a peer can make us hold is bounded. */
-static int s_reserve(tls_chan_t *ch)
+/* Room for n more bytes of plaintext; the backlog a peer can make us hold is bounded. The buffer grows with what
+ * is waiting (a session that carries small messages keeps a few hundred bytes, not a record's 16 KiB). */
+static int s_reserve(tls_chan_t *ch, size_t n)
 {
     size_t limit = 2 * (ch->max_msg + HDR) + 2 * TLS_CHAN_FRAME_MAX, cap;
     unsigned char *p;
@@ -157,16 +158,21 @@ static int s_reserve(tls_chan_t *ch)
         ch->scan -= ch->in_off;
         ch->in_off = 0;
     }
-    if (ch->in_cap - ch->in_len >= READ_CHUNK)
+    if (ch->in_cap - ch->in_len >= n)
         return 0;
     if (ch->in_len - ch->in_off > limit)
         return tls_diag_fail(ch, "more than %zu bytes of received messages are waiting; the caller must take them with "
                           "tls_chan_recv", limit);
-    cap = ch->in_cap ? ch->in_cap * 2 : 4 * READ_CHUNK;
-    while (cap - ch->in_len < READ_CHUNK)
+    cap = ch->in_cap ? ch->in_cap * 2 : 512;
+    while (cap - ch->in_len < n)
         cap *= 2;
-    if (!(p = realloc(ch->in, cap)))
+    if (!(p = malloc(cap)))
         return tls_diag_fail(ch, "out of memory for received messages (%zu bytes)", cap);
+    if (ch->in) { /* a copy, so that the old bytes can be wiped: they are plaintext */
+        memcpy(p, ch->in, ch->in_len);
+        OPENSSL_cleanse(ch->in, ch->in_cap);
+        free(ch->in);
+    }
     ch->in = p;
     ch->in_cap = cap;
     return 0;
@@ -174,13 +180,18 @@ static int s_reserve(tls_chan_t *ch)
 
 static int s_read_app(tls_chan_t *ch)
 {
+    unsigned char rec[READ_CHUNK];
+    size_t dirty = 0; /* bytes of rec that held plaintext */
+    int rc = 0;
     for (;;) {
         int n, e;
-        if (s_reserve(ch) < 0)
-            return -1;
         ERR_clear_error();
-        n = SSL_read(ch->ssl, ch->in + ch->in_len, READ_CHUNK);
+        n = SSL_read(ch->ssl, rec, sizeof rec);
         if (n > 0) {
+            dirty = (size_t)n > dirty ? (size_t)n : dirty;
+            if ((rc = s_reserve(ch, (size_t)n)) < 0)
+                break;
+            memcpy(ch->in + ch->in_len, rec, (size_t)n);
             ch->in_len += (size_t)n;
             continue;
         }
@@ -191,9 +202,11 @@ static int s_read_app(tls_chan_t *ch)
             ch->state = TLS_CHAN_CLOSED;
             break;
         }
-        return tls_diag_fail_ssl(ch, "receive");
+        rc = tls_diag_fail_ssl(ch, "receive");
+        break;
     }
-    return s_scan(ch);
+    OPENSSL_cleanse(rec, dirty);
+    return rc < 0 ? -1 : s_scan(ch);
 }
 
 /* The first bytes must open a TLS record (handshake, or an alert to a client); anything else is not TLS, which

@@ -32,6 +32,10 @@ struct link {
     link_drop_fn on_drop;
     void *arg;
     unsigned char *frame;    /* TLS_CHAN_FRAME_MAX scratch */
+    unsigned char *hello;    /* this session's ClientHello, for a relay a REDIRECT names (the same handshake goes on
+                                there: TLS 1.3's first flight names no server); NULL none */
+    size_t hello_len;
+    tls_chan_t *keep;        /* that handshake, taken over by the next s_connect */
     int backoff_ms;          /* before the next handshake after a broken session */
     int retry_timer;
     int stopped;             /* a fatal failure: no more handshakes */
@@ -134,6 +138,8 @@ static void s_deliver(link_t *l, const void *data, size_t len)
     if (hello) {
         l->open = 1;
         l->backoff_ms = 0;
+        free(l->hello); /* no REDIRECT comes after a HELLO */
+        l->hello = NULL;
     }
     l->on_msg(l->arg, m);
     wire_free(&m);
@@ -155,6 +161,8 @@ static int s_on_plain(link_t *l, const unsigned char *data, size_t len)
         snprintf(l->relay, sizeof l->relay, "%s", m->redirect->endpoint);
         log_debug("link: the coordinator at %s sends this node to relay %s", l->endpoint, l->relay);
         wire_free(&m);
+        l->keep = l->ch; /* its ClientHello is still good: resent to the relay */
+        l->ch = NULL;
         s_reset(l, NULL, 0);
         if (l->retry_timer > 0) /* no back-off: this is no failure */
             loop_timer_cancel(l->loop, l->retry_timer);
@@ -303,11 +311,26 @@ static int s_connect(link_t *l, char *err, size_t errlen)
         zmq_send(l->sock, "", 0, ZMQ_DONTWAIT);
         return 0;
     }
+    if (l->keep && l->hello) { /* a REDIRECT: the handshake that began at the coordinator goes on at the relay */
+        l->ch = l->keep;
+        l->keep = NULL;
+        zmq_send(l->sock, l->hello, l->hello_len, ZMQ_DONTWAIT);
+        return 0;
+    }
+    tls_chan_destroy(&l->keep);
     l->ch = tls_chan_new(l->tls);
     if (!l->ch || tls_chan_connect(l->ch) < 0) {
         snprintf(err, errlen, "TLS: %s", l->ch ? tls_chan_error(l->ch) : "out of memory");
         return -1;
     }
+    size_t n = tls_chan_pull(l->ch, l->frame, TLS_CHAN_FRAME_MAX);
+    free(l->hello);
+    l->hello = n && !l->direct ? malloc(n) : NULL; /* kept while a REDIRECT may come */
+    l->hello_len = l->hello ? n : 0;
+    if (l->hello)
+        memcpy(l->hello, l->frame, n);
+    if (n && zmq_send(l->sock, l->frame, n, ZMQ_DONTWAIT) < 0)
+        log_debug("link: frame to %s not queued: %s", to, zmq_strerror(errno));
     s_flush(l);
     return 0;
 }
@@ -352,6 +375,8 @@ void link_destroy(link_t **pl)
     void *none = NULL;
     s_close(l, &l->sock, &l->mon);
     s_close(l, &l->old_sock, &none);
+    tls_chan_destroy(&l->keep);
+    free(l->hello);
     free(l->frame);
     free(l);
     *pl = NULL;

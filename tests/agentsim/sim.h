@@ -81,6 +81,9 @@ struct sim_agent {
     int at_relay;                 /* the current session is at a relay */
     int direct;                   /* its relay failed it: the coordinator is asked to serve it itself */
     int redirected;               /* it was sent to a relay once */
+    tls_chan_t *keep;             /* a REDIRECT's handshake, which goes on at the relay (as link.c does) */
+    unsigned char *hello;         /* its ClientHello, resent there */
+    size_t hello_len;
     int relaying;                 /* it relays for others */
     char job_id[WIRE_MAX_JOB_ID + 1];
     char addr[64];                /* its address (JOIN.addr, the source of its connection) */

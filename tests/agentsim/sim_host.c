@@ -12,6 +12,8 @@
 #include "link.h"
 #include "relay.h"
 
+#define SH_TICK_MS 50 /* what sim_agent_tick watches needs no finer grain (a real agent's tick is coarser) */
+
 struct sim_host {
     struct sim_agent *a;
     struct sim_thread th;        /* its own: run pointer and scratch, as sim_agent.c expects */
@@ -66,7 +68,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
         return 0;
     }
     sim_agent_tick(h->a, sim_now_ns());
-    if (loop_timer_after_ms(loop, SIM_TICK_MS, s_tick, h) < 0)
+    if (loop_timer_after_ms(loop, SH_TICK_MS, s_tick, h) < 0)
         return -1;
     return 0;
 }
@@ -80,7 +82,7 @@ static void *s_thread(void *arg)
     if (!(h->loop = loop_new()) ||
         !(h->link = link_new(run->zctx, h->loop, h->a->endpoint, run->tls, s_on_msg, s_on_drop, h, err,
                              sizeof err)) ||
-        loop_timer_after_ms(h->loop, SIM_TICK_MS, s_tick, h) < 0) {
+        loop_timer_after_ms(h->loop, SH_TICK_MS, s_tick, h) < 0) {
         sim_log(run, "agent %d (a relay): %s", h->a->idx, h->loop ? err : "out of memory");
         h->a->errors++;
         h->a->st = SA_FAILED;

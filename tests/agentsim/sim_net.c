@@ -72,8 +72,12 @@ void sim_net_reset(struct sim_agent *a, int retry)
     s_unwatch(a, &a->mon);
     s_unwatch(a, &a->sock);
     a->open = 0;
-    if (!retry)
+    if (!retry) {
+        tls_chan_destroy(&a->keep);
+        free(a->hello);
+        a->hello = NULL;
         return;
+    }
     if (a->st == SA_HANDSHAKE || a->st == SA_JOINING)
         s_set_state(a, SA_WAIT);
     if (a->relay_ep[0]) { /* a REDIRECT: at once, no failure */
@@ -124,13 +128,29 @@ static int s_connect(struct sim_agent *a)
         sim_net_reset(a, 1);
         return -1;
     }
-    a->ch = tls_chan_new(run->tls);
-    if (!a->ch || tls_chan_connect(a->ch) < 0) {
-        sim_log(run, "agent %d: TLS: %s", a->idx, a->ch ? tls_chan_error(a->ch) : "out of memory");
-        sim_net_reset(a, 1);
-        return -1;
-    }
     s_set_state(a, SA_HANDSHAKE);
+    if (a->keep && a->hello) { /* the handshake begun at the coordinator goes on at the relay */
+        a->ch = a->keep;
+        a->keep = NULL;
+        if (zmq_send(a->sock, a->hello, a->hello_len, ZMQ_DONTWAIT) < 0)
+            atomic_fetch_add(&run->drops, 1);
+    } else {
+        tls_chan_destroy(&a->keep);
+        a->ch = tls_chan_new(run->tls);
+        if (!a->ch || tls_chan_connect(a->ch) < 0) {
+            sim_log(run, "agent %d: TLS: %s", a->idx, a->ch ? tls_chan_error(a->ch) : "out of memory");
+            sim_net_reset(a, 1);
+            return -1;
+        }
+        size_t n = tls_chan_pull(a->ch, a->th->frame, TLS_CHAN_FRAME_MAX);
+        free(a->hello);
+        a->hello = n && !a->direct ? malloc(n) : NULL;
+        a->hello_len = a->hello ? n : 0;
+        if (a->hello)
+            memcpy(a->hello, a->th->frame, n);
+        if (n && zmq_send(a->sock, a->th->frame, n, ZMQ_DONTWAIT) < 0)
+            atomic_fetch_add(&run->drops, 1);
+    }
     s_flush(a);
     /* ZMQ_FD signals only a change after a read found nothing: read both sockets once so that it will */
     s_drain(a);
@@ -148,6 +168,8 @@ static void s_deliver(struct sim_agent *a, const void *data, size_t len)
         return;
     }
     if (m->body_case == WIRE_HELLO) {
+        free(a->hello); /* no REDIRECT after a HELLO */
+        a->hello = NULL;
         a->open = 1;
         a->backoff_ms = 0;
         if (a->st == SA_HANDSHAKE)
@@ -168,6 +190,8 @@ static int s_on_plain(struct sim_agent *a, const unsigned char *data, size_t len
     if (redirect) {
         snprintf(a->relay_ep, sizeof a->relay_ep, "%s", m->redirect->endpoint);
         a->redirected = 1;
+        a->keep = a->ch; /* its ClientHello is still good there */
+        a->ch = NULL;
         sim_net_reset(a, 1);
     } else {
         sim_log(a->th->run, "agent %d: a plaintext frame from the coordinator: %s", a->idx,
