@@ -4,13 +4,16 @@
 # own (loopback only): every agent gets a distinct node rank and its own contiguous rank range, which with node 0's
 # rank cover the world; every agent holds the ids node 0's worker printed; an agent that falls silent is lost
 # within the heartbeat timeout: the coordinator names it, every other agent gets STOP(NODE_LOST), node 0 exits 125.
+# The same through the fan-out tree (--relay-fanout 16: 31 relays, run by the simulator's agents that can relay with
+# the real agent's link and relay code): the same checks, most agents behind a relay, and a silent agent behind a
+# relay is lost within the heartbeat timeout as its relay reports it.
 # And the descriptor limit: a coordinator raises its own to what the job needs, and says why when it cannot.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (node 0's worker needs ncclGetUniqueId)"; exit 0; }
 SIM="$PLAUNCH_BUILD/tests/tools/pl_agentsim"
 [ -x "$SIM" ] || { echo "Bail out! $SIM is not built (make unit)"; exit 1; }
-plan 16
+plan 25
 
 N=512 PORT=29611 HB=0.5 HBT=4
 NS="pa$$"; NS=${NS:0:10}
@@ -24,7 +27,7 @@ export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PLAUNCH_TIMEOUT_MS=180000 # node 0's worker waits for the whole world at its barrier: a loaded 2-core machine
 # node0 NAME: the real plaunch (the coordinator and one nccl_id worker) in the background; its pid in $T/NAME.pid
 node0() {
-    in_ns "$PLAUNCH" --nnodes $N --node-rank 0 --master 127.0.0.1:$PORT --nproc-per-node 1 --rdzv-timeout 240 \
+    in_ns "$PLAUNCH" --nnodes $N --node-rank 0 --relay-fanout "${FANOUT:-auto}" --master 127.0.0.1:$PORT --nproc-per-node 1 --rdzv-timeout 240 \
         --heartbeat $HB --heartbeat-timeout $HBT --quiet --log-dir "$T/$1" "$PLAUNCH_BUILD/bin/nccl_id" \
         >"$T/$1.out" 2>"$T/$1.err" &
     echo $! >"$T/$1.pid"
@@ -44,7 +47,8 @@ scenario() {
     shift
     node0 "$name"
     timeout -k 5 300 ip netns exec "$NS" "$SIM" --master 127.0.0.1:$PORT --agents $((N - 1)) --heartbeat $HB \
-        --heartbeat-timeout $HBT --deadline 240 "$@" >"$T/sim.$name" 2>"$T/sim.$name.err"
+        --heartbeat-timeout $HBT --deadline 240 --relay-fanout "${FANOUT:-auto}" "$@" >"$T/sim.$name" \
+        2>"$T/sim.$name.err"
     src=$?
     wait_pid "$(cat "$T/$name.pid")" 60
     out=$(cat "$T/sim.$name")
@@ -82,7 +86,31 @@ like "$log" "node [0-9]+ \(sim-0*510, [0-9.]+\) lost: no message for [0-9.]+ s \
     "the coordinator's log names the silent agent and why it was lost"
 is "$(grep -Eo 'node [0-9]+ \([^)]*\) lost: ' <<<"$log" | sort -u | wc -l)" 1 "... and no other node"
 
-# 3. a descriptor limit below what 512 nodes need (512 + 2 x 256 + 256): raised as root; explained without
+# 3. the fan-out tree: 31 relays of up to 22 agents each
+FANOUT=16
+scenario c --settle 0 --hb-window 1
+is "$src $wrc" "0 0" "through 31 relays: every check of the simulator passes, node 0 ends with status 0"
+like "$out" "check ok: 511 of 511 agents assigned, each a distinct node rank and its own contiguous range of 1 ranks" \
+    "... 511 distinct node ranks, one contiguous range of ranks each"
+is "$(field relays "$line")" 31 "31 agents relay (the coordinator asked the first to join)"
+ok $([ "$(field via_relays "$line")" -ge 450 ]; echo $?) "$(field via_relays "$line") agents were sent to a relay"
+mine=$(grep -h " world " "$T/c/workerlog.0" 2>/dev/null | head -1 | awk '{print $4}')
+ok $([ ${#mine} = 256 ] && [ "$mine" = "$(sed -n 's/^agentsim id world //p' <<<"$out")" ]; echo $?) \
+    "id 'world': every agent, behind a relay or not, holds node 0's bytes"
+like "$(cat "$T/c/$PLOG")" "coordinator: 512 nodes form a tree: 31 relays of about 16 nodes each" \
+    "the coordinator's log says it forms a tree"
+
+# 4. the last agent (behind a relay) falls silent: its relay reports it after the heartbeat timeout
+scenario d --silent 1
+det=$(field lost_detect_s "$line")
+is "$src $wrc" "0 125" "a silent agent behind a relay: every live agent gets STOP(NODE_LOST); node 0 ends with 125"
+ok $(awk -v d="${det:--1}" -v t=$HBT -v h=$HB 'BEGIN { exit !(d >= t - h && d <= t + 3) }'; echo $?) \
+    "... ${det:-?} s after it fell silent: the heartbeat timeout ($HBT s), as its relay saw it"
+like "$(cat "$T/d/$PLOG" 2>/dev/null)" "node [0-9]+ \(sim-0*510, [0-9.]+\) lost: no message for [0-9.]+ s \(--heartbeat-timeout $HBT\) \(its relay, sim-[0-9]+, says\)" \
+    "the coordinator's log names the silent agent and its relay"
+FANOUT=auto
+
+# 5. a descriptor limit below what 512 nodes need (512 + 2 x 256 + 256): raised as root; explained without
 # CAP_SYS_RESOURCE. Nobody joins: --rdzv-timeout 1 ends each run.
 fdrun() { # fdrun NAME [setpriv...]: node 0 under a hard limit of 1100 descriptors
     local name=$1
