@@ -24,6 +24,14 @@ static int s_isqrt_up(int n)
     return k;
 }
 
+/* Bytes to a relay member's own session (this floor is below coord_transport.c: its sends are not for us). */
+static void s_send(coord_server_t *cs, int peer, const void *buf, size_t len)
+{
+    struct peer *p = peer >= 1 ? &cs->peers[peer] : NULL;
+    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
+        coord_peers_flush(cs, p);
+}
+
 static void s_flush(coord_server_t *cs, struct crelay *r)
 {
     int failed = 0;
@@ -33,9 +41,7 @@ static void s_flush(coord_server_t *cs, struct crelay *r)
         cs->ev.fatal(cs, "the coordinator cannot encode what a relay must carry (out of memory?)");
         return;
     }
-    struct peer *p = r->peer >= 1 ? &cs->peers[r->peer] : NULL;
-    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
-        coord_peers_flush(cs, p);
+    s_send(cs, r->peer, buf, len);
     free(buf);
 }
 
@@ -148,6 +154,8 @@ void coord_relay_consider(coord_server_t *cs, int peer)
     }
     Plaunch__RelayStart rs = PLAUNCH__RELAY_START__INIT;
     wire_msg_t m;
+    unsigned char buf[128];
+    char err[128];
     rs.max_children = (uint32_t)t->max_children;
     rs.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
     rs.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
@@ -155,7 +163,9 @@ void coord_relay_consider(coord_server_t *cs, int peer)
     t->relays[t->nrelays] = (struct crelay){ .peer = peer };
     p->relay = ++t->nrelays;
     t->asked++;
-    coord_transport_send(cs, peer, &m);
+    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    if (n > 0)
+        s_send(cs, peer, buf, (size_t)n);
 }
 
 /* ---- what relays carry up ------------------------------------------------------------------------------------- */
@@ -203,8 +213,7 @@ static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plau
     r->nodes++;
     p->st = PS_OPEN;
     snprintf(p->from, sizeof p->from, "%s", it->peer_addr);
-    coord_via_index(cs, v);
-    log_debug("TLS session with %s as '%s' through relay %s", p->from, it->peer_name, cs->peers[relay].host);
+    coord_via_index(cs, v); /* no line per node: its JOIN says who it is */
 }
 
 /* Its session at the relay ended: a member may come back (through any relay) within the grace, others go. */

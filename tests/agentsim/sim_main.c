@@ -109,8 +109,8 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         o->threads = o->procs > 1 ? 1 : 2;
     if (!master || optind != argc || o->agents < 1 || o->nproc < 1 || o->nproc > SIM_MAX_NPROC || o->threads < 1 ||
         o->threads > 64 || o->silent < 0 || o->silent >= o->agents || o->heartbeat <= 0 ||
-        o->hb_timeout <= o->heartbeat || o->nkeys < 1 || o->procs < 1 || o->procs > o->agents || o->relays > o->agents ||
-        o->fanout == 1 || o->fanout < -1) {
+        o->hb_timeout <= o->heartbeat || o->nkeys < 1 || o->procs < 1 || o->procs > o->agents ||
+        o->relays > o->agents || o->fanout == 1 || o->fanout < -1) {
         fputs(s_usage, stderr);
         return -1;
     }

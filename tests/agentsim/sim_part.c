@@ -53,7 +53,7 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
     /* room for sockets closed but not yet reaped by libzmq when sessions are started over */
     if (s_raise_fds(run->n, nh, k + k / 4 + 2) < 0 || !(run->zctx = zmq_ctx_new()) ||
         zmq_ctx_set(run->zctx, ZMQ_IO_THREADS, o->threads) < 0 ||
-        zmq_ctx_set(run->zctx, ZMQ_MAX_SOCKETS, 8 * run->n + 1024) < 0) { /* a REDIRECT's old sockets await the reaper */
+        zmq_ctx_set(run->zctx, ZMQ_MAX_SOCKETS, 8 * run->n + 1024) < 0) { /* a REDIRECT's old sockets: reaped late */
         fprintf(stderr, "pl_agentsim: ZeroMQ context: %s\n", zmq_strerror(errno));
         return -1;
     }

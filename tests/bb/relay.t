@@ -55,7 +55,7 @@ like "$(cat "$COORD_LOG")" "coordinator: 9 nodes form a tree: 3 relays of about 
 is "$(grep -l 'relaying for up to' log[2-4]/plaunch*.log 2>/dev/null | wc -l)" 3 "the three first nodes to join relay"
 behind_ok() { local b; b=$(behind); [ "$(wc -w <<<"$b")" = 3 ] && [ "$(awk '{print $1}' <<<"$b")" -ge 5 ]; }
 ok $(behind_ok; echo $?) "three of the nodes that joined last were sent to a relay ($(behind))"
-is "$(grep -c 'through relay' "$COORD_LOG")" 3 "the coordinator holds their sessions through the relays"
+is "$(grep -c 'joined for generation 0 through relay' "$COORD_LOG")" 3 "the coordinator says they joined through a relay"
 touch go
 for i in $(seq 1 $N); do mn_wait "$i" 20; echo "$wrc" >"rc.$i"; done
 is "$(cat rc.* | sort -u | tr '\n' ' ')" "0 " "every node exits 0 (the relays' nodes got their BYE through the relays)"
