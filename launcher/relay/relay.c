@@ -132,7 +132,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             relay_up_queue(&r->up, PLAUNCH__RELAY_ITEM__EVENT__SILENT, c->handle, NULL, 0, NULL, NULL, why);
             c->opened = 0; /* SILENT said it all: no CLOSED after it */
             relay_kids_end(r, i, NULL, 1);
-        } else if (n > 0) {
+        } else if (n > 0 && c->watched) { /* as the coordinator: a node without its ASSIGN watches no heartbeats */
             relay_kids_send(r, c, buf, (size_t)n);
         }
     }

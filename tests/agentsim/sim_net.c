@@ -187,7 +187,7 @@ static int s_on_plain(struct sim_agent *a, const unsigned char *data, size_t len
         return 0;
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_PLAIN, err, sizeof err);
     int redirect = m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0;
-    if (redirect) {
+    if (redirect) { /* a new socket (a DEALER that disconnects may still send on the old pipe), the same handshake */
         snprintf(a->relay_ep, sizeof a->relay_ep, "%s", m->redirect->endpoint);
         a->redirected = 1;
         a->keep = a->ch; /* its ClientHello is still good there */
