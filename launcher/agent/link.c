@@ -157,12 +157,13 @@ static int s_on_plain(link_t *l, const unsigned char *data, size_t len)
     if (l->at_relay || l->open || len == 0 || (data[0] >= 0x14 && data[0] <= 0x17))
         return 0; /* a TLS record */
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_PLAIN, err, sizeof err);
-    if (m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0 && !l->direct) {
-        snprintf(l->relay, sizeof l->relay, "%s", m->redirect->endpoint);
+    if (m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0) {
+        if (!l->direct) /* a node that asks to be served directly (a relay) asks again, on a new session */
+            snprintf(l->relay, sizeof l->relay, "%s", m->redirect->endpoint);
         log_debug("link: the coordinator at %s sends this node to relay %s", l->endpoint, l->relay);
         wire_free(&m);
-        l->keep = l->ch; /* its ClientHello is still good: resent to the relay */
-        l->ch = NULL;
+        l->keep = l->relay[0] ? l->ch : NULL; /* its ClientHello is still good: resent to the relay */
+        l->ch = l->relay[0] ? NULL : l->ch;
         s_reset(l, NULL, 0);
         if (l->retry_timer > 0) /* no back-off: this is no failure */
             loop_timer_cancel(l->loop, l->retry_timer);

@@ -249,6 +249,8 @@ void coord_relay_free(coord_server_t *cs);
 /* A ClientHello on connection fd (routing id rid) with no session yet: 1 when the node was sent to a relay
  * (REDIRECT sent, the connection refused), 0 when the coordinator takes it itself. */
 int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len);
+/* A newcomer's TLS handshake starts here (not a relay's own session): one fewer taken directly. */
+void coord_relay_direct(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
 /* 1 when a newcomer would be sent to a relay now (one is ready and has room). */
 int coord_relay_room(coord_server_t *cs);
 /* A member that joined directly: RELAY_START when the tree still wants relays. */

@@ -94,16 +94,23 @@ void coord_relay_free(coord_server_t *cs)
 
 /* ---- where a newcomer goes ------------------------------------------------------------------------------------ */
 
+static int s_asks_direct(const unsigned char *rid, size_t rid_len)
+{
+    return rid_len >= sizeof CR_DIRECT - 1 && memcmp(rid, CR_DIRECT, sizeof CR_DIRECT - 1) == 0;
+}
+
+void coord_relay_direct(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+{
+    if (cs->tree.want && cs->tree.direct_left > 0 && !s_asks_direct(rid, rid_len))
+        cs->tree.direct_left--;
+}
+
 int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len)
 {
     struct coord_tree *t = &cs->tree;
     struct crelay *best = NULL;
-    if (!t->want || (rid_len >= sizeof CR_DIRECT - 1 && memcmp(rid, CR_DIRECT, sizeof CR_DIRECT - 1) == 0))
+    if (!t->want || s_asks_direct(rid, rid_len) || t->direct_left > 0) /* relays: the first to join directly */
         return 0;
-    if (t->direct_left > 0) { /* the relays come from the first to join directly */
-        t->direct_left--;
-        return 0;
-    }
     for (int i = 0; i < t->nrelays; i++) {
         struct crelay *r = &t->relays[i];
         if (r->ready && r->peer >= 1 && r->load < t->max_children && (!best || r->load < best->load))

@@ -164,6 +164,7 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
     }
     if (moved < 0) /* no live connection */
         return;
+    coord_relay_direct(cs, rid, rid_len); /* counted once the handshake starts, not per frame seen */
     if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
         log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
         if (peer >= 0)

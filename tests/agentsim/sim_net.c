@@ -183,15 +183,17 @@ static void s_deliver(struct sim_agent *a, const void *data, size_t len)
 static int s_on_plain(struct sim_agent *a, const unsigned char *data, size_t len)
 {
     char err[256];
-    if (a->at_relay || a->open || a->direct || len == 0 || (data[0] >= 0x14 && data[0] <= 0x17))
+    if (a->at_relay || a->open || len == 0 || (data[0] >= 0x14 && data[0] <= 0x17))
         return 0;
     wire_msg_t *m = wire_decode(data, len, WIRE_TO_AGENT_PLAIN, err, sizeof err);
     int redirect = m && m->body_case == WIRE_REDIRECT && strncmp(m->redirect->endpoint, "tcp://", 6) == 0;
     if (redirect) { /* a new socket (a DEALER that disconnects may still send on the old pipe), the same handshake */
-        snprintf(a->relay_ep, sizeof a->relay_ep, "%s", m->redirect->endpoint);
-        a->redirected = 1;
-        a->keep = a->ch; /* its ClientHello is still good there */
-        a->ch = NULL;
+        if (!a->direct) { /* one that asks to be served directly asks again, on a new session */
+            snprintf(a->relay_ep, sizeof a->relay_ep, "%s", m->redirect->endpoint);
+            a->redirected = 1;
+            a->keep = a->ch; /* its ClientHello is still good there */
+            a->ch = NULL;
+        }
         sim_net_reset(a, 1);
     } else {
         sim_log(a->th->run, "agent %d: a plaintext frame from the coordinator: %s", a->idx,
