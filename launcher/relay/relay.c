@@ -73,6 +73,17 @@ static void s_drain_monitor(relay_t *r)
     }
 }
 
+/* What waits goes up; what could not (the relay's own session is down) means its children's sessions must end:
+ * the coordinator will never hear of them. */
+static void s_up_flush(relay_t *r)
+{
+    relay_up_flush(&r->up);
+    if (r->up.failed) {
+        r->up.failed = 0;
+        relay_drop_all(r, NULL);
+    }
+}
+
 static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     relay_t *r = arg;
@@ -94,7 +105,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
-    relay_up_flush(&r->up);
+    s_up_flush(r);
     return 0;
 }
 
@@ -136,7 +147,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
             relay_kids_send(r, c, buf, (size_t)n);
         }
     }
-    relay_up_flush(&r->up);
+    s_up_flush(r);
     int tick = r->hb_interval_ms / 4 > 0 ? r->hb_interval_ms / 4 : 1;
     r->hb_timer = loop_timer_after_ms(loop, tick, s_hb_tick, r);
     return 0;
@@ -170,7 +181,7 @@ void relay_down(relay_t *r, const Plaunch__Relayed *batch)
             relay_kids_send(r, c, it->payload.data, it->payload.len);
         }
     }
-    relay_up_flush(&r->up);
+    s_up_flush(r);
 }
 
 void relay_set_generation(relay_t *r, uint32_t gen)
@@ -213,6 +224,7 @@ static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
     snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-relay-monitor-%u", /* relays on several threads: atomic */
              __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
     if (!(r->router = zmq_socket(r->zctx, ZMQ_ROUTER)) ||
+        zmq_setsockopt(r->router, ZMQ_IPV6, (int[]){ v6 }, sizeof(int)) < 0 ||
         zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, (int[]){ 1 }, sizeof(int)) < 0 ||
         zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
@@ -237,9 +249,32 @@ static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
     return 0;
 }
 
+/* What the relay would have to say must fit the protocol: refused up front, with the field named. */
+static int s_check_cfg(const struct relay_cfg *cfg, char *err, size_t errlen)
+{
+    Plaunch__Hello h = PLAUNCH__HELLO__INIT;
+    wire_msg_t m;
+    unsigned char buf[1024];
+    if (cfg->max_children < 1 || cfg->max_children > WIRE_MAX_RELAY_TO) {
+        snprintf(err, errlen, "relay: max_children %d outside 1..%d", cfg->max_children, WIRE_MAX_RELAY_TO);
+        return -1;
+    }
+    if (cfg->hb_interval_ms < 1 || cfg->hb_timeout_ms <= cfg->hb_interval_ms) {
+        snprintf(err, errlen, "relay: heartbeat timeout %d ms not above the interval of %d ms", cfg->hb_timeout_ms,
+                 cfg->hb_interval_ms);
+        return -1;
+    }
+    h.hostname = (char *)cfg->hello_host;
+    h.plaunch_version = PLAUNCH_VERSION;
+    wire_init(&m, cfg->job_id, cfg->generation, WIRE_HELLO, &h);
+    return wire_encode(&m, buf, sizeof buf, err, errlen) < 0 ? -1 : 0;
+}
+
 relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct relay_cfg *cfg, relay_up_fn up,
                    void *arg, char *err, size_t errlen)
 {
+    if (s_check_cfg(cfg, err, errlen) < 0)
+        return NULL;
     relay_t *r = calloc(1, sizeof *r);
     struct conn_limits lim;
     if (!r || !(r->frame = malloc(TLS_CHAN_FRAME_MAX))) {
@@ -251,11 +286,11 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
     r->loop = loop;
     r->tls = server_tls;
     snprintf(r->job_id, sizeof r->job_id, "%s", cfg->job_id);
-    snprintf(r->hello_host, sizeof r->hello_host, "%s", cfg->hello_host[0] ? cfg->hello_host : "relay");
+    snprintf(r->hello_host, sizeof r->hello_host, "%s", cfg->hello_host);
     r->generation = cfg->generation;
-    r->max_children = cfg->max_children > 0 ? cfg->max_children : 1;
-    r->hb_interval_ms = cfg->hb_interval_ms > 0 ? cfg->hb_interval_ms : 500;
-    r->hb_timeout_ms = cfg->hb_timeout_ms > r->hb_interval_ms ? cfg->hb_timeout_ms : 5 * r->hb_interval_ms;
+    r->max_children = cfg->max_children;
+    r->hb_interval_ms = cfg->hb_interval_ms;
+    r->hb_timeout_ms = cfg->hb_timeout_ms;
     r->up = (struct relay_up){ .fn = up, .arg = arg };
     /* the coordinator's limits, sized for this relay's nodes: they all may handshake at once */
     conn_guard_limits(&lim, r->max_children);

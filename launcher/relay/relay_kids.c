@@ -183,7 +183,7 @@ static void s_on_child_frame(relay_t *r, int i, const void *data, size_t len)
         c->last_ns = loop_now_ns();
         if (!m) {
             log_warn("relay: refused a message from %s: %s", addr, err);
-            snprintf(why, sizeof why, "it sent a message the relay refused: %s", err);
+            snprintf(why, sizeof why, "bad message: %s", err);
             relay_kids_end(r, i, why, 1);
         } else if (m->body_case != WIRE_HEARTBEAT) { /* heartbeats end here */
             relay_up_queue(&r->up, PLAUNCH__RELAY_ITEM__EVENT__MESSAGE, c->handle, msg, mlen, NULL, NULL, NULL);
@@ -192,7 +192,22 @@ static void s_on_child_frame(relay_t *r, int i, const void *data, size_t len)
         free(msg);
     }
     if (r->kids[i].used && tls_chan_state(r->kids[i].ch) == TLS_CHAN_CLOSED)
-        relay_kids_end(r, i, "it ended its session", 0);
+        relay_kids_end(r, i, "it closed its TLS session", 0);
+}
+
+/* As the coordinator, in plaintext: this relay wants TLS (the text holds nothing secret). */
+static void s_refuse_plaintext(relay_t *r, const unsigned char *rid, size_t rid_len)
+{
+    Plaunch__Refuse rf;
+    wire_msg_t m;
+    unsigned char buf[512];
+    char err[128];
+    wire_refuse_init(&m, &rf, r->job_id, r->generation, PLAUNCH__REFUSE__CODE__AUTH,
+                     "this relay requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, not "
+                     "--insecure", 0, NULL, 0);
+    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
+    if (n > 0 && zmq_send(r->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len)
+        zmq_send(r->router, buf, (size_t)n, ZMQ_DONTWAIT);
 }
 
 /* A frame whose routing id has no session: a ClientHello opens one (within the caps), anything else is refused. */
@@ -207,6 +222,7 @@ static void s_on_new_frame(relay_t *r, int fd, const unsigned char *rid, size_t 
     }
     if (!tls_chan_is_client_hello(data, len)) {
         peerlog_warn(r->plog, &PL_NOT_TLS, addr, "relay: refused %s: its first frame is not a TLS ClientHello", addr);
+        s_refuse_plaintext(r, rid, rid_len); /* it can stop at once and say why */
         conn_guard_refuse(r->guard, fd);
         return;
     }
@@ -235,8 +251,11 @@ static void s_on_new_frame(relay_t *r, int fd, const unsigned char *rid, size_t 
 void relay_kids_frame(relay_t *r, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
 {
     int i = s_find_rid(r, rid, rid_len);
-    if (i >= 0 && tls_chan_is_client_hello(data, len)) { /* the same socket starts over */
-        relay_kids_end(r, i, "it started a new session", 0);
+    if (i >= 0 && tls_chan_is_client_hello(data, len)) { /* the same socket starts over, on the same connection */
+        if (r->kids[i].fd >= 0 && conn_guard_tag(r->guard, r->kids[i].fd) == i)
+            conn_guard_set_tag(r->guard, r->kids[i].fd, -1);
+        r->kids[i].fd = -1; /* the connection stays: the new session is on it */
+        relay_kids_end(r, i, "it started a new TLS session", 0);
         i = -1;
     }
     if (i >= 0)

@@ -82,9 +82,10 @@ void relay_up_flush(struct relay_up *u)
         rel.n_items = (size_t)u->n;
         rel.items = ptrs;
         if (u->fn(u->arg, &rel) < 0)
-            u->lost += u->n;
+            u->lost += u->n, u->failed = 1;
     } else {
         u->lost += u->n;
+        u->failed = 1;
     }
     free(items);
     free(ptrs);

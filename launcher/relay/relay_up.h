@@ -23,6 +23,7 @@ struct relay_up {
     relay_up_fn fn;
     void *arg;
     long lost;                  /* items the host could not send */
+    int failed;                 /* ... since the owner last looked (the coordinator will never hear of them) */
 };
 
 /* Queues one item (strings may be NULL); flushes first when the batch is full. 0, or -1 out of memory. */
