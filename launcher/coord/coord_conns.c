@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <zmq.h>
 
+#include "conn_router.h"
 #include "log.h"
 
 #define CC_MONITOR_EP "inproc://plaunch-coord-monitor"
@@ -90,24 +91,9 @@ static void s_note_reconnect(coord_server_t *cs, int fd)
 
 void coord_conns_drain_monitor(coord_server_t *cs)
 {
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (!cs->monitor || zmq_msg_recv(&ev, cs->monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        uint16_t event = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size(&ev) >= 6) {
-            memcpy(&event, zmq_msg_data(&ev), 2);
-            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
-        }
-        zmq_msg_init(&addr);
-        if (zmq_msg_more(&ev))
-            zmq_msg_recv(&addr, cs->monitor, 0);
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
+    uint16_t event;
+    uint32_t value;
+    while (conn_router_event(cs->monitor, &event, &value)) {
         if (event == ZMQ_EVENT_ACCEPTED) {
             for (int i = 0; i < cs->ngone; i++)
                 if (cs->gone[i].fd == (int)value) { /* its descriptor was a closed one's: that one ends first */
@@ -144,21 +130,9 @@ void coord_conns_settle(coord_server_t *cs)
     cs->zmtp_failed = 0;
 }
 
-/* Tells a plaintext agent, in plaintext, that this coordinator wants TLS: it can then stop at once and say why
- * instead of waiting out its rendezvous timeout. The text holds nothing secret. */
 int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
 {
-    Plaunch__Refuse r;
-    wire_msg_t m;
-    unsigned char buf[512];
-    char err[128];
-    wire_refuse_init(&m, &r, cs->job_id, cs->generation, PLAUNCH__REFUSE__CODE__AUTH,
-                     "this coordinator requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or "
-                     "--tls-dir, not --insecure", 0, NULL, 0);
-    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
-    if (n <= 0 || zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
-        return -1;
-    return zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    return conn_router_refuse(cs->router, rid, rid_len, cs->job_id, cs->generation, "coordinator");
 }
 
 /* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "conn_router.h"
 #include "log.h"
 #include "relay_priv.h"
 #include "zrouter.h"
@@ -38,24 +39,9 @@ static void s_settle(relay_t *r)
 /* The monitor's news first: a frame's connection is then known; closes wait until the ROUTER is read. */
 static void s_drain_monitor(relay_t *r)
 {
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, r->monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        uint16_t event = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size(&ev) >= 6) {
-            memcpy(&event, zmq_msg_data(&ev), 2);
-            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
-        }
-        zmq_msg_init(&addr);
-        if (zmq_msg_more(&ev))
-            zmq_msg_recv(&addr, r->monitor, 0);
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
+    uint16_t event;
+    uint32_t value;
+    while (conn_router_event(r->monitor, &event, &value)) {
         if (event == ZMQ_EVENT_ACCEPTED) {
             for (int i = 0; i < r->ngone; i++)
                 if (r->gone[i] == (int)value) {

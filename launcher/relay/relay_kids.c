@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "conn_router.h"
 #include "log.h"
 
 static const struct peerlog_kind PL_NOT_TLS = { "refused", "connection", "connections",
@@ -195,21 +196,6 @@ static void s_on_child_frame(relay_t *r, int i, const void *data, size_t len)
         relay_kids_end(r, i, "it closed its TLS session", 0);
 }
 
-/* As the coordinator, in plaintext: this relay wants TLS (the text holds nothing secret). */
-static void s_refuse_plaintext(relay_t *r, const unsigned char *rid, size_t rid_len)
-{
-    Plaunch__Refuse rf;
-    wire_msg_t m;
-    unsigned char buf[512];
-    char err[128];
-    wire_refuse_init(&m, &rf, r->job_id, r->generation, PLAUNCH__REFUSE__CODE__AUTH,
-                     "this relay requires TLS: start the node with the job's --token/PLAUNCH_TOKEN or --tls-dir, not "
-                     "--insecure", 0, NULL, 0);
-    ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
-    if (n > 0 && zmq_send(r->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len)
-        zmq_send(r->router, buf, (size_t)n, ZMQ_DONTWAIT);
-}
-
 /* A frame whose routing id has no session: a ClientHello opens one (within the caps), anything else is refused. */
 static void s_on_new_frame(relay_t *r, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
 {
@@ -222,7 +208,7 @@ static void s_on_new_frame(relay_t *r, int fd, const unsigned char *rid, size_t 
     }
     if (!tls_chan_is_client_hello(data, len)) {
         peerlog_warn(r->plog, &PL_NOT_TLS, addr, "relay: refused %s: its first frame is not a TLS ClientHello", addr);
-        s_refuse_plaintext(r, rid, rid_len); /* it can stop at once and say why */
+        conn_router_refuse(r->router, rid, rid_len, r->job_id, r->generation, "relay"); /* it can stop and say why */
         conn_guard_refuse(r->guard, fd);
         return;
     }
