@@ -154,8 +154,10 @@ struct sim_run {
     int first, n;                 /* this process's agents */
     tls_ctx_t *server_tls;        /* the relays' side of their children's sessions */
     int up;                       /* the pipe to sim_main.c ('R', 'N' come from the relays' threads) */
-    struct sim_host *hosts;       /* this process's agents that can relay */
+    struct sim_host *hosts;       /* this process's agents that can relay, run by one thread */
     int nhosts;
+    pthread_t host_tid;
+    int hosts_started;
     atomic_int hosts_joined;
 };
 
@@ -172,11 +174,11 @@ int sim_net_send(struct sim_agent *a, const wire_msg_t *m);
 /* Ends a's session and socket; with retry, a new one starts after the back-off. */
 void sim_net_reset(struct sim_agent *a, int retry);
 
-/* sim_host.c: agents that can relay, each on a thread of its own with the real agent's loop, link (link.c) and
- * relay (launcher/relay/): the same code a real relay runs */
+/* sim_host.c: agents that can relay, on one thread per process with the real agent's loop, each with its link
+ * (link.c) and relay (launcher/relay/): the same code a real relay runs */
 /* Makes agents[0..n) the process's agents that can relay (each gets a sim_host; a->th becomes the host's own). */
 int sim_host_setup(struct sim_run *run, struct sim_agent **agents, int n);
-/* Starts the threads of this process's agents that can relay (run->hosts). 0, or -1. */
+/* Starts the thread of this process's agents that can relay (run->hosts). 0, or -1. */
 int sim_host_start(struct sim_run *run);
 /* Joins them, once the run's phase is SIM_QUIT. */
 void sim_host_join(struct sim_run *run);

@@ -1,6 +1,7 @@
-/* sim_host: simulated agents that can relay: each on a thread of its own with the real agent's event loop, link
- * (launcher/agent/link.c) and relay (launcher/relay/), so that the coordinator's tree is served by the code a real
- * relay runs; what they say and hear otherwise is sim_agent.c's, like every simulated agent. */
+/* sim_host: simulated agents that can relay: one thread per process runs the real agent's event loop with each
+ * one's link (launcher/agent/link.c) and relay (launcher/relay/) in it, so that the coordinator's tree is served by
+ * the code a real relay runs (a real agent runs its one relay in its own loop alike); what they say and hear
+ * otherwise is sim_agent.c's, like every simulated agent. */
 #include "sim.h"
 
 #include <errno.h>
@@ -17,12 +18,10 @@
 struct sim_host {
     struct sim_agent *a;
     struct sim_thread th;        /* its own: run pointer and scratch, as sim_agent.c expects */
-    pthread_t tid;
-    loop_t *loop;
+    loop_t *loop;                /* the process's hosts' one loop */
     link_t *link;
     relay_t *relay;
     char hello_host[WIRE_MAX_HOST + 1];
-    int started;
 };
 
 static void s_up_byte(struct sim_run *run, char c)
@@ -60,59 +59,63 @@ static void s_on_drop(void *arg, const char *reason, int fatal)
         h->a->errors++;
 }
 
+/* Every host's own tick (sim_agent_tick), and the end of the run. */
 static int s_tick(loop_t *loop, int id, void *arg)
 {
-    struct sim_host *h = arg;
-    if (atomic_load(&h->th.run->phase) == SIM_QUIT) {
+    struct sim_run *run = arg;
+    if (atomic_load(&run->phase) == SIM_QUIT) {
         loop_stop(loop);
         return 0;
     }
-    sim_agent_tick(h->a, sim_now_ns());
-    if (loop_timer_after_ms(loop, SH_TICK_MS, s_tick, h) < 0)
-        return -1;
-    return 0;
+    for (int i = 0; i < run->nhosts; i++)
+        if (run->hosts[i].link)
+            sim_agent_tick(run->hosts[i].a, sim_now_ns());
+    return loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) < 0 ? -1 : 0;
 }
 
 static void *s_thread(void *arg)
 {
-    struct sim_host *h = arg;
-    struct sim_run *run = h->th.run;
+    struct sim_run *run = arg;
+    loop_t *loop = loop_new();
     char err[512];
-    h->a->sessions = 1;
-    if (!(h->loop = loop_new()) ||
-        !(h->link = link_new(run->zctx, h->loop, h->a->endpoint, run->tls, s_on_msg, s_on_drop, h, err,
-                             sizeof err)) ||
-        loop_timer_after_ms(h->loop, SH_TICK_MS, s_tick, h) < 0) {
-        sim_log(run, "agent %d (a relay): %s", h->a->idx, h->loop ? err : "out of memory");
-        h->a->errors++;
-        h->a->st = SA_FAILED;
-        atomic_fetch_add(&run->failed, 1);
-    } else {
+    for (int i = 0; i < run->nhosts; i++) {
+        struct sim_host *h = &run->hosts[i];
+        h->loop = loop;
+        h->a->sessions = 1;
+        if (!loop || !(h->link = link_new(run->zctx, loop, h->a->endpoint, run->tls, s_on_msg, s_on_drop, h, err,
+                                          sizeof err))) {
+            sim_log(run, "agent %d (a relay): %s", h->a->idx, loop ? err : "out of memory");
+            h->a->errors++;
+            h->a->st = SA_FAILED;
+            atomic_fetch_add(&run->failed, 1);
+            continue;
+        }
         link_set_direct(h->link, 1); /* a relay is always served directly */
-        loop_run(h->loop);
     }
-    relay_destroy(&h->relay);
-    link_destroy(&h->link);
-    loop_destroy(&h->loop);
+    if (loop && loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) > 0)
+        loop_run(loop);
+    for (int i = 0; i < run->nhosts; i++) {
+        relay_destroy(&run->hosts[i].relay);
+        link_destroy(&run->hosts[i].link);
+    }
+    loop_destroy(&loop);
     return NULL;
 }
 
 int sim_host_start(struct sim_run *run)
 {
-    for (int i = 0; i < run->nhosts; i++) {
-        struct sim_host *h = &run->hosts[i];
-        if (pthread_create(&h->tid, NULL, s_thread, h) != 0)
-            return -1;
-        h->started = 1;
-    }
+    if (!run->nhosts)
+        return 0;
+    if (pthread_create(&run->host_tid, NULL, s_thread, run) != 0)
+        return -1;
+    run->hosts_started = 1;
     return 0;
 }
 
 void sim_host_join(struct sim_run *run)
 {
-    for (int i = 0; i < run->nhosts; i++)
-        if (run->hosts[i].started)
-            pthread_join(run->hosts[i].tid, NULL);
+    if (run->hosts_started)
+        pthread_join(run->host_tid, NULL);
 }
 
 int sim_host_send(struct sim_agent *a, const wire_msg_t *m)

@@ -99,10 +99,11 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
     o->want = s_relays_wanted(o->nnodes, o->fanout);
     if (o->relays < 0)
         o->relays = o->want ? o->want + 2 : 0;
-    if (o->procs <= 0) { /* as many processes as the descriptor limit needs (a relay holds its nodes' connections) */
+    if (o->procs <= 0) { /* as many as the descriptor limit needs: a relay holds its nodes' connections, a REDIRECT
+                          * briefly holds two sockets (libzmq aborts a process that runs out) */
         struct rlimit rl;
         long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
-                       ? ((long)rl.rlim_max - 512) / (SIM_FDS_PER_AGENT + 2) : 100000;
+                       ? ((long)rl.rlim_max - 512) / (SIM_FDS_PER_AGENT + 5) : 100000;
         o->procs = (int)((o->agents + per - 1) / per);
     }
     if (o->threads < 0)
