@@ -30,7 +30,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#sizes[@]} -gt 0 ] || sizes=(1024 4096 16384)
 bench_setup
-[ -x build/tests/tools/pl_agentsim ] && [ -x build/bin/nccl_id ] || make -s all build/tests/tools/pl_agentsim
+[ -x build/tests/tools/pl_agentsim ] && [ -x build/tests/tools/pl_connfloor ] && [ -x build/bin/nccl_id ] ||
+    make -s all build/tests/tools/pl_agentsim build/tests/tools/pl_connfloor
 cp build/tests/tools/pl_agentsim "$BENCH_TMP/"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
@@ -58,6 +59,8 @@ s_scale_run() {
 }
 
 [ -z "$perf_dir" ] || mkdir -p "$perf_dir"
+# The floor under any rendezvous here: one ZeroMQ connection with one round trip, both ends in one process
+floor_us=$(build/tests/tools/pl_connfloor 2000 $((28500 + $$ % 400)) | sed -n 's/.* us_per_conn=\([0-9]*\).*/\1/p')
 bench_header "bench-scale: the coordinator with N-1 simulated agents and node 0 (heartbeats ${hb:-0.5 (default)} s, timeout ${hbt:-2.5 (default)} s, --relay-fanout $fanout)"
 port=$((29000 + $$ % 500))
 prev=() first=() results=()
@@ -85,6 +88,10 @@ for n in "${sizes[@]}"; do
         { grep -m 5 '^pl_agentsim' "$d/sim.out" || true
           grep -h -m 5 ' error \| warn  closed' "$d"/log/plaunch*.log 2>/dev/null || true; } | cut -c1-200 | sed 's/^/#   /'
     fi
+    conns=$((n - 1)); [ "$(val relays)" != 0 ] && conns=$((conns + $(val via_relays)))
+    echo "# N=$n floor: $conns ZeroMQ connections (one per agent, and one more per agent sent to a relay) at" \
+        "${floor_us:-?} us of CPU each (pl_connfloor, this run) = $(bench_div "$((conns * ${floor_us:-0}))" 2000000) s" \
+        "on 2 cores, before any TLS or message"
     if [ ${#prev[@]} -gt 0 ]; then
         results+=("ratio N=$n/N=${prev[0]}: formed $(bench_div "${cur[1]}" "${prev[1]}")x ids $(bench_div "${cur[2]}" \
             "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" "${prev[4]}")x")

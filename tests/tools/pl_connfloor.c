@@ -38,10 +38,11 @@ int main(int argc, char **argv)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    void *ctx = zmq_ctx_new(), *router = ctx ? zmq_socket(ctx, ZMQ_ROUTER) : NULL;
+    void *ctx = zmq_ctx_new(), *router = NULL;
     void **dealers = calloc((size_t)n, sizeof *dealers);
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
-    if (!router || !dealers || zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, 2 * n + 64) < 0 ||
+    if (!ctx || zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, 2 * n + 64) < 0 || !(router = zmq_socket(ctx, ZMQ_ROUTER)) ||
+        !dealers ||
         zmq_setsockopt(router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 || zmq_bind(router, ep) < 0) {
         fprintf(stderr, "pl_connfloor: %s: %s\n", ep, zmq_strerror(errno));
         return 1;
