@@ -294,6 +294,7 @@ static int s_connect(link_t *l, char *err, size_t errlen)
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
+        zmq_setsockopt(l->sock, ZMQ_SNDHWM, &zero, sizeof zero) < 0 || /* a refused frame: a broken TLS session */
         zmq_socket_monitor(l->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 || !(l->mon = zmq_socket(l->zctx, ZMQ_PAIR)) ||
         zmq_connect(l->mon, mon_ep) < 0 || zmq_connect(l->sock, to) < 0) {
         snprintf(err, errlen, "cannot connect to the %s at %s: %s", l->at_relay ? "relay" : "coordinator", to,

@@ -426,6 +426,9 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
     cs->router = zmq_socket(zctx, ZMQ_ROUTER);
     if (!cs->coord || !cs->router || zmq_setsockopt(cs->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(cs->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
+        /* no high-water mark: a frame refused for a full queue would be a TLS record lost, the session broken (a
+         * relay busy with its nodes fell behind so at 16,384 nodes); what waits is bounded by what this side sends */
+        zmq_setsockopt(cs->router, ZMQ_SNDHWM, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(cs->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0) {
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         goto error;

@@ -213,6 +213,7 @@ static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
         zmq_setsockopt(r->router, ZMQ_IPV6, (int[]){ v6 }, sizeof(int)) < 0 ||
         zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, (int[]){ 1 }, sizeof(int)) < 0 ||
+        zmq_setsockopt(r->router, ZMQ_SNDHWM, &zero, sizeof zero) < 0 || /* a refused frame: a broken session */
         zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_setsockopt(r->router, ZMQ_HANDSHAKE_IVL, &hs_ivl, sizeof hs_ivl) < 0 ||
         zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 ||

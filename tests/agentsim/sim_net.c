@@ -120,6 +120,7 @@ static int s_connect(struct sim_agent *a)
         zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl) < 0 ||
         zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
         zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
+        zmq_setsockopt(a->sock, ZMQ_SNDHWM, &zero, sizeof zero) < 0 ||
         zmq_socket_monitor(a->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 ||
         !(a->mon = zmq_socket(run->zctx, ZMQ_PAIR)) || zmq_connect(a->mon, mon_ep) < 0 ||
         zmq_connect(a->sock, ep) < 0 || s_watch(a, a->sock, 0) < 0 || s_watch(a, a->mon, 1) < 0) {
