@@ -1,5 +1,6 @@
-/* conn_router: what a ROUTER that takes unauthenticated peers (the coordinator's, a relay's) says and hears before
- * any session: its socket monitor's events, and the plaintext refusal of a client without TLS. */
+/* conn_router: what a ROUTER that takes unauthenticated peers (the coordinator's, a relay's) says and hears besides
+ * its sessions' messages: its socket monitor's events, the plaintext refusal of a client without TLS, and the
+ * frames of a session's TLS records. */
 #include "conn_router.h"
 
 #include <stdio.h>
@@ -44,4 +45,14 @@ int conn_router_refuse(void *router, const unsigned char *rid, size_t rid_len, c
     if (n <= 0 || zmq_send(router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -1;
     return zmq_send(router, buf, (size_t)n, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+}
+
+int conn_router_flush(void *router, const unsigned char *rid, size_t rid_len, tls_chan_t *ch, unsigned char *scratch)
+{
+    size_t n;
+    while (ch && rid_len && (n = tls_chan_pull(ch, scratch, TLS_CHAN_FRAME_MAX)) > 0)
+        if (zmq_send(router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+            zmq_send(router, scratch, n, ZMQ_DONTWAIT) < 0)
+            return -1;
+    return 0;
 }

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
 
+#include "conn_router.h"
 #include "log.h"
 
 static int s_is(const struct peer *p, const unsigned char *rid, size_t len)
@@ -94,13 +94,7 @@ int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, in
 
 int coord_peers_flush(coord_server_t *cs, struct peer *p)
 {
-    size_t n;
-    while (p->ch && p->rid_len && (n = tls_chan_pull(p->ch, cs->frame, TLS_CHAN_FRAME_MAX)) > 0) {
-        if (zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-            zmq_send(cs->router, cs->frame, n, ZMQ_DONTWAIT) < 0)
-            return -1;
-    }
-    return 0;
+    return conn_router_flush(cs->router, p->rid, p->rid_len, p->ch, cs->frame);
 }
 
 /* Unties the peer from its connection (the connection may already carry another session). */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
 
 #include "conn_router.h"
 #include "log.h"
@@ -106,11 +105,7 @@ static int s_new_child(relay_t *r, const unsigned char *rid, size_t len, int fd)
 
 void relay_kids_flush(relay_t *r, struct rchild *c)
 {
-    size_t n;
-    while (c->ch && (n = tls_chan_pull(c->ch, r->frame, TLS_CHAN_FRAME_MAX)) > 0)
-        if (zmq_send(r->router, c->rid, c->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-            zmq_send(r->router, r->frame, n, ZMQ_DONTWAIT) < 0)
-            break;
+    conn_router_flush(r->router, c->rid, c->rid_len, c->ch, r->frame);
 }
 
 void relay_kids_end(relay_t *r, int i, const char *why, int say_bye)
