@@ -47,6 +47,8 @@ quick=(
     "grace.ini:2: grace '4000': .*0 to 3600|--config grace.ini true"
     "1.0004 and --heartbeat 1.0001 are both 1000 ms|--heartbeat 1.0001 --heartbeat-timeout 1.0004 true"
     "--nnodes '70000': .*from 1 to 65536|--nnodes 70000 true"
+    "--relay-fanout '1': expected nodes per relay \(or auto, off\), a whole number from 2 to 65535|--relay-fanout 1 true"
+    "--relay-fanout 'sqrt': expected nodes per relay \(or auto, off\)|--relay-fanout sqrt true"
     "config file 'fifo' is a FIFO \(named pipe\), not a regular file|--config fifo true"
     "config file '/dev/zero' is a character device, not a regular file|--config /dev/zero true"
     "config file '.' is a directory, not a regular file|--config . true"
