@@ -80,6 +80,8 @@ static int s_hostile(const char *mode)
         return 0;
     if (s_read_request(&req, body) < 0)
         return 1;
+    if (strcmp(mode, "close") == 0) /* after the request: one that exits first races the test's write (EPIPE) */
+        return 0;
     if (strcmp(mode, "hang") == 0)
         for (;;)
             pause();
@@ -291,7 +293,7 @@ static void test_hostile_answers(void **state)
     s_expect_error("wrongrank", "which was not asked");
     s_expect_error("hugenote", "note of 60000 bytes");
     s_expect_error("halfexit", "stopped in the middle of an answer");
-    s_expect_error("exit", "closed its answers");
+    s_expect_error("close", "closed its answers");
 }
 
 static void test_hostile_preflight(void **state)
