@@ -22,15 +22,16 @@ plan() { echo "1..$1"; }
 have_nccl() { ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2' || [ -n "$(find ${LD_LIBRARY_PATH//:/ } -maxdepth 1 -name 'libnccl.so.2' 2>/dev/null)" ]; }
 ok() {
     _tap_n=$((_tap_n + 1))
-    if [ "$1" = 0 ]; then echo "ok $_tap_n - $2"; else echo "not ok $_tap_n - $2"; _tap_failed=1; fi
+    if [ "$1" = 0 ]; then echo "ok $_tap_n - $2"; else
+        echo "not ok $_tap_n - $2"; echo "# failed: $_tap_n - $2" >&2; _tap_failed=1; fi
 }
 is() {
-    if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; fi
+    if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; { echo "#   got:      '$1'"; echo "#   expected: '$2'"; } >&2; fi
 }
 # like TEXT REGEX NAME
 like() {
     if printf '%s' "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else
-        ok 1 "$3"; echo "#   '$2' not found in:"; printf '%s\n' "$1" | head -20 | sed 's/^/#     /'; fi
+        ok 1 "$3"; { echo "#   '$2' not found in:"; printf '%s\n' "$1" | head -20 | sed 's/^/#     /'; } >&2; fi
 }
 done_testing() { exit $_tap_failed; }
 # kill_reap PID...: SIGKILL and reap this shell's background children at once, so that bash has no "Killed" job
