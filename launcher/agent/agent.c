@@ -33,6 +33,10 @@ static void s_link_msg(void *arg, const wire_msg_t *m)
 static void s_link_drop(void *arg, const char *reason, int fatal)
 {
     agent_t *ac = arg;
+    if (ac->st == AC_DONE) { /* the BYE came: the coordinator's close is no news, and a relay's nodes keep theirs */
+        log_debug("%s after the job's end", reason);
+        return;
+    }
     if (fatal) {
         log_error("%s; check that every node has the same --token or certificates of the same job CA", reason);
         agent_proto_finish(ac, 2);
@@ -387,6 +391,8 @@ static void s_teardown(void *arg)
         loop_timer_cancel(ac->loop, ac->hb_timer);
     if (ac->state_timer > 0)
         loop_timer_cancel(ac->loop, ac->state_timer);
+    if (ac->drain_timer > 0)
+        loop_timer_cancel(ac->loop, ac->drain_timer);
     if (ac->state_timer_resolve > 0)
         loop_timer_cancel(ac->loop, ac->state_timer_resolve);
     if (ac->resolve)

@@ -69,6 +69,9 @@ struct agent {
     uint64_t hb_seq, hb_sent_ns;
     int hb_timer;
     int state_timer;           /* the deadline of a state that waits on the coordinator */
+    int drain_timer;           /* after the BYE: the nodes behind this relay take theirs before it goes */
+    int bye_status;
+    uint64_t drain_until_ns;
 };
 
 /* agent_proto.c */

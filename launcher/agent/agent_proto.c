@@ -17,6 +17,9 @@
 #include "net.h"
 #include "output.h"
 
+#define AP_DRAIN_TICK_MS 20
+#define AP_DRAIN_MS 5000 /* the longest a relay waits after the BYE for its nodes to close their sessions */
+
 /* What a message that cannot be encoded was meant to do would never happen, and someone would wait for it. */
 void agent_proto_fatal(agent_t *ac, const char *what, const char *why)
 {
@@ -136,6 +139,41 @@ void agent_proto_finish(agent_t *ac, int code)
 }
 
 /* ---- from the coordinator ------------------------------------------------------------------------ */
+
+/* A relay's nodes had their BYE queued just before the relay's own: each closes its session once it has it. The
+ * relay stays until they all did, or for at most AP_DRAIN_MS (and the heartbeat timeout); then the node ends. */
+static int s_drain_tick(loop_t *loop, int id, void *arg)
+{
+    agent_t *ac = arg;
+    int left = agent_relay_children(ac);
+    ac->drain_timer = 0;
+    if (left > 0 && loop_now_ns() < ac->drain_until_ns &&
+        (ac->drain_timer = loop_timer_after_ms(loop, AP_DRAIN_TICK_MS, s_drain_tick, ac)) > 0)
+        return 0;
+    if (left > 0)
+        log_warn("the job is over, but %d node%s behind this relay still hold a session: %s learn of the end from "
+                 "the heartbeat timeout", left, left == 1 ? "" : "s", left == 1 ? "it may" : "they may");
+    supervise_finish(ac->sup, ac->bye_status);
+    return 0;
+}
+
+static void s_bye(agent_t *ac, int status)
+{
+    int left = agent_relay_children(ac);
+    double bound_s = ac->job->opt.heartbeat_timeout < AP_DRAIN_MS / 1000.0 ? ac->job->opt.heartbeat_timeout
+                                                                            : AP_DRAIN_MS / 1000.0;
+    agent_proto_set_state(ac, AC_DONE);
+    ac->bye_status = status;
+    ac->drain_until_ns = loop_now_ns() + (uint64_t)(bound_s * 1e9);
+    if (left > 0 && ac->loop && ac->drain_timer <= 0 &&
+        (ac->drain_timer = loop_timer_after_ms(ac->loop, AP_DRAIN_TICK_MS, s_drain_tick, ac)) > 0) {
+        log_info("the job is over: waiting up to %.1f s for the %d node%s behind this relay to take %s BYE", bound_s,
+                 left, left == 1 ? "" : "s", left == 1 ? "its" : "their");
+        return;
+    }
+    if (ac->drain_timer <= 0)
+        supervise_finish(ac->sup, status);
+}
 
 static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
 {
@@ -303,7 +341,7 @@ void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m)
         break;
     case WIRE_BYE:
         log_info("coordinator: the job is over, exit status %u", m->bye->exit_status);
-        agent_proto_finish(ac, (int)m->bye->exit_status);
+        s_bye(ac, (int)m->bye->exit_status);
         break;
     default:
         log_warn("unexpected %s from the coordinator", wire_type_name(m->body_case));

@@ -77,6 +77,11 @@ void agent_relay_drop(agent_t *ac, const char *why)
         relay_drop_all(ac->relay, why);
 }
 
+int agent_relay_children(const agent_t *ac)
+{
+    return ac->relay ? relay_children(ac->relay) : 0;
+}
+
 void agent_relay_generation(agent_t *ac)
 {
     if (ac->relay)

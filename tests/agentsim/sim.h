@@ -159,6 +159,7 @@ struct sim_run {
     pthread_t host_tid;
     int hosts_started;
     atomic_int hosts_joined;
+    atomic_int relay_kids;        /* sessions this process's relays hold, as their thread counted them last */
 };
 
 /* sim_part.c */

@@ -51,8 +51,8 @@ static void s_on_drop(void *arg, const char *reason, int fatal)
     struct sim_host *h = arg;
     int over = h->a->st == SA_DONE || h->a->st == SA_FAILED; /* the coordinator's BYE came: its close is no news */
     h->a->open = 0;
-    if (h->relay)
-        relay_drop_all(h->relay, over ? NULL : reason);
+    if (h->relay && !over) /* after the BYE its nodes close their sessions themselves, as they take theirs */
+        relay_drop_all(h->relay, reason);
     if (!over)
         sim_log(h->th.run, "agent %d (a relay): %s%s", h->a->idx, reason, fatal ? " (fatal)" : "");
     if (fatal)
@@ -67,9 +67,13 @@ static int s_tick(loop_t *loop, int id, void *arg)
         loop_stop(loop);
         return 0;
     }
-    for (int i = 0; i < run->nhosts; i++)
+    int kids = 0;
+    for (int i = 0; i < run->nhosts; i++) {
         if (run->hosts[i].link)
             sim_agent_tick(run->hosts[i].a, sim_now_ns());
+        kids += run->hosts[i].relay ? relay_children(run->hosts[i].relay) : 0;
+    }
+    atomic_store(&run->relay_kids, kids);
     return loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) < 0 ? -1 : 0;
 }
 

@@ -132,9 +132,11 @@ static int s_stopped(struct sim_run *r)
     return atomic_load(&r->stopped) + atomic_load(&r->failed) >= s_live(r);
 }
 
+/* Every agent has the coordinator's BYE, and this process's relays hold no session: their nodes, wherever they run,
+ * have taken theirs (a relay ended with its process would lose what it has not yet delivered). */
 static int s_finished(struct sim_run *r)
 {
-    return atomic_load(&r->finished) + atomic_load(&r->failed) >= s_live(r);
+    return atomic_load(&r->finished) + atomic_load(&r->failed) >= s_live(r) && atomic_load(&r->relay_kids) == 0;
 }
 
 static int s_write_all(int fd, const void *buf, size_t len)

@@ -8,7 +8,7 @@
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-plan 28
+plan 29
 
 N=9 NS="pr$$"; NS=${NS:0:8}; NET=27; PORT=29731 HB=0.5 HBT=2.5
 netns_down "$NS" $N >/dev/null 2>&1
@@ -59,6 +59,7 @@ is "$(grep -c 'joined for generation 0 through relay' "$COORD_LOG")" 3 "the coor
 touch go
 for i in $(seq 1 $N); do mn_wait "$i" 20; echo "$wrc" >"rc.$i"; done
 is "$(cat rc.* | sort -u | tr '\n' ' ')" "0 " "every node exits 0 (the relays' nodes got their BYE through the relays)"
+is "$(grep -h 'still hold a session' log[2-4]/plaunch*.log 2>/dev/null)" "" "... each relay ended once its nodes had closed their sessions"
 is "$(mn_alive_in "$T/pid.*")" 0 "no plaunch left"
 
 # 2. a node behind a relay falls silent (its agent stopped): its relay reports it within the heartbeat timeout
