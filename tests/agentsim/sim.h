@@ -3,9 +3,9 @@
 #ifndef PLAUNCH_SIM_H
 #define PLAUNCH_SIM_H
 
-/* Calling rules: sim_main.c (options, the phases, the coordinator's CPU and memory, checks) forks processes
- * that each run sim_part.c (a share of the agents: threads, the phases it is told, its results): one process
- * cannot hold 16,384 agents where the descriptor limit is 20,000 (SIM_FDS_PER_AGENT each). sim_part.c calls
+/* Calling rules: sim_main.c (options, the phases, the coordinator's CPU and memory through sim_proc.c, checks)
+ * forks processes that each run sim_part.c (a share of the agents: threads, the phases it is told, its results):
+ * one process cannot hold 16,384 agents where the descriptor limit is 20,000 (SIM_FDS_PER_AGENT each). sim_part.c calls
  * sim_net.c (a thread's event loop, each agent's socket and session), which calls sim_agent.c (what an agent says
  * and hears) through sim_agent_on_msg and sim_agent_tick; sim_agent.c sends through sim_net_send. Every agent
  * belongs to one thread, which alone touches it until the threads are joined; struct sim_run's counters are
@@ -187,6 +187,14 @@ void sim_host_join(struct sim_run *run);
 int sim_host_send(struct sim_agent *a, const wire_msg_t *m);
 /* RELAY_START (answered RELAY_READY; an agent that is not hosted answers that it cannot) or RELAYED. */
 void sim_host_relay(struct sim_agent *a, const wire_msg_t *m);
+
+/* sim_proc.c (for sim_main.c) */
+/* The process's user + system CPU seconds, -1 when it cannot be read. */
+double sim_proc_cpu(int pid);
+/* Its peak RSS (VmHWM) in KiB, -1 when it cannot be read. */
+long sim_proc_hwm_kib(int pid);
+/* 1 when it is gone or a zombie. */
+int sim_proc_ended(int pid);
 
 /* sim_agent.c */
 /* A checked message from the coordinator (HELLO first on every session). */

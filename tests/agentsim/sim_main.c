@@ -24,8 +24,9 @@ static const char s_usage[] =
     "PLAUNCH_TOKEN holds the job's token. N agents join the coordinator at HOST:PORT (--nnodes: what every ASSIGN\n"
     "must say, default N + 1: node 0 is a real plaunch), P simulated workers each get the ids of the keys (default\n"
     "world,pipeline) and pass barrier 'done', then heartbeats run for --settle + --hb-window s (the coordinator's\n"
-    "CPU is sampled over the window when --coord-pid is given), then every agent ends with status 0. --silent K:\n"
-    "the last K agents stop sending once steady; the others must get STOP(NODE_LOST). --window W: at most W\n"
+    "CPU is sampled over the window when --coord-pid is given; its exit ends the waits for the job), then every\n"
+    "agent ends with status 0. --silent K: the last K agents stop sending once steady; the others must get\n"
+    "STOP(NODE_LOST). --window W: at most W\n"
     "agents in a handshake at once (default: all at once, as real nodes starting together). --procs K: the agents\n"
     "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, five\n"
     "descriptors per agent). --relay-fanout auto|off|K: the coordinator's (default auto); --relays R: agents\n"
@@ -120,35 +121,39 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
 }
 
 /* The coordinator's CPU time in seconds (every thread) and its peak RSS in KiB, from /proc. */
-static double s_proc_cpu(int pid)
+/* --coord-pid ended (gone, or a zombie its parent has not reaped yet): nothing more will come. */
+static int s_coord_pid, s_coord_ended;
+static int s_coord_gone(void)
 {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    if (s_coord_pid && !s_coord_ended)
+        s_coord_ended = sim_proc_ended(s_coord_pid);
+    return s_coord_ended;
 }
 
-static long s_proc_hwm_kib(int pid)
+/* poll() until one of fds is ready, the deadline (ns), or (watch) the coordinator's end: poll's result, 0 for the
+ * last two. */
+static int s_poll(struct pollfd *pfd, nfds_t n, uint64_t deadline, int watch)
 {
-    char path[64], line[256];
-    long kib = -1;
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
+    for (;;) {
+        uint64_t now = sim_now_ns();
+        int ms = deadline > now ? (int)((deadline - now) / 1000000) + 1 : 0;
+        int r = poll(pfd, n, ms < 200 ? ms : 200);
+        if (r != 0 || ms <= 200)
+            return r;
+        if (watch && s_coord_gone())
+            return 0;
+    }
+}
+
+/* Why a wait ended early: the coordinator's exit, or --deadline. */
+static const char *s_until(const struct sim_cli *c)
+{
+    static char text[96];
+    if (s_coord_ended)
+        snprintf(text, sizeof text, "before the coordinator (--coord-pid %d) exited", s_coord_pid);
+    else
+        snprintf(text, sizeof text, "within --deadline %g s", c->deadline);
+    return text;
 }
 
 static void s_nap_ms(int ms)
@@ -297,14 +302,13 @@ static int s_read_all(int fd, void *buf, size_t len)
 }
 
 /* Waits until every child sent byte `want` (or the deadline, ns); 0, or -1. */
-static int s_wait_children(struct sim_child *ch, int k, char want, uint64_t deadline)
+static int s_wait_children(struct sim_child *ch, int k, char want, uint64_t deadline, int watch)
 {
     for (int i = 0; i < k; i++) {
         for (;;) {
-            int ms = deadline > sim_now_ns() ? (int)((deadline - sim_now_ns()) / 1000000) + 1 : 0;
             struct pollfd pfd = { .fd = ch[i].up, .events = POLLIN };
             char c;
-            if (poll(&pfd, 1, ms) <= 0)
+            if (s_poll(&pfd, 1, deadline, watch) <= 0)
                 return -1;
             if (read(ch[i].up, &c, 1) != 1)
                 return -1;
@@ -326,8 +330,7 @@ static int s_wait_hosts(const struct sim_opts *o, struct sim_child *ch, uint64_t
     for (int i = 0; i < o->procs; i++)
         pfd[i] = (struct pollfd){ .fd = ch[i].up, .events = POLLIN };
     while (joined < o->procs || answered < want) {
-        int ms = deadline > sim_now_ns() ? (int)((deadline - sim_now_ns()) / 1000000) + 1 : 0;
-        if (poll(pfd, (nfds_t)o->procs, ms) <= 0)
+        if (s_poll(pfd, (nfds_t)o->procs, deadline, 1) <= 0)
             break;
         for (int i = 0; i < o->procs; i++) {
             char c;
@@ -381,7 +384,7 @@ static int s_collect(const struct sim_opts *o, struct sim_child *ch, struct sim_
     int k = 0;
     for (int i = 0; i < o->procs; i++) {
         struct sim_part_report rep;
-        if (s_wait_children(&ch[i], 1, SIM_UP_DONE, sim_now_ns() + 120000000000ull) < 0 ||
+        if (s_wait_children(&ch[i], 1, SIM_UP_DONE, sim_now_ns() + 120000000000ull, 0) < 0 ||
             s_read_all(ch[i].up, &rep, sizeof rep) < 0 || rep.n != ch[i].n ||
             s_read_all(ch[i].up, all + k, (size_t)rep.n * sizeof *all) < 0) {
             fprintf(stderr, "pl_agentsim: no results from process %d\n", (int)ch[i].pid);
@@ -419,36 +422,36 @@ int main(int argc, char **argv)
         return 1;
     signal(SIGPIPE, SIG_IGN);
     uint64_t deadline = sim_now_ns() + (uint64_t)(c.deadline * 1e9);
-    double cpu_start = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+    s_coord_pid = c.coord_pid;
+    double cpu_start = c.coord_pid ? sim_proc_cpu(c.coord_pid) : -1;
     for (int i = 0; i < o->procs; i++)
         if (s_fork(o, &ch[i], i) < 0) {
             fprintf(stderr, "pl_agentsim: cannot start process %d: %s\n", i, strerror(errno));
             return 1;
         }
     if (s_wait_hosts(o, ch, deadline) < 0)
-        fprintf(stderr, "pl_agentsim: the agents that can relay did not join (and relay) within --deadline %g s\n",
-                c.deadline);
+        fprintf(stderr, "pl_agentsim: the agents that can relay did not join (and relay) %s\n", s_until(&c));
     s_tell(ch, o->procs, SIM_DOWN_GO);
-    if (s_wait_children(ch, o->procs, SIM_UP_FORMED, deadline) < 0)
-        fprintf(stderr, "pl_agentsim: the job did not form within --deadline %g s\n", c.deadline);
+    if (s_wait_children(ch, o->procs, SIM_UP_FORMED, deadline, 1) < 0)
+        fprintf(stderr, "pl_agentsim: the job did not form %s\n", s_until(&c));
     m.steady_ns = sim_now_ns();
-    m.form_cpu = cpu_start >= 0 ? s_proc_cpu(c.coord_pid) - cpu_start : -1;
+    m.form_cpu = cpu_start >= 0 ? sim_proc_cpu(c.coord_pid) - cpu_start : -1;
     s_tell(ch, o->procs, SIM_DOWN_STEADY);
     if (o->silent) { /* the coordinator must notice within its heartbeat timeout (plus a tick) */
         uint64_t lost_by = sim_now_ns() + (uint64_t)((o->hb_timeout * 2 + 5) * 1e9);
-        if (s_wait_children(ch, o->procs, SIM_UP_STOPPED, lost_by < deadline ? lost_by : deadline) < 0)
+        if (s_wait_children(ch, o->procs, SIM_UP_STOPPED, lost_by < deadline ? lost_by : deadline, 1) < 0)
             fprintf(stderr, "pl_agentsim: not every live agent got STOP within %.1f s\n", o->hb_timeout * 2 + 5);
     } else if (c.settle + c.hb_window > 0) {
         s_wait_s(c.settle);
-        double cpu0 = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+        double cpu0 = c.coord_pid ? sim_proc_cpu(c.coord_pid) : -1;
         uint64_t w0 = sim_now_ns();
         s_wait_s(c.hb_window);
-        double cpu1 = c.coord_pid ? s_proc_cpu(c.coord_pid) : -1;
+        double cpu1 = c.coord_pid ? sim_proc_cpu(c.coord_pid) : -1;
         if (cpu0 >= 0 && cpu1 >= 0)
             m.hb_pct = 100 * (cpu1 - cpu0) / ((double)(sim_now_ns() - w0) / 1e9);
     }
     if (c.coord_pid)
-        m.rss_kib = s_proc_hwm_kib(c.coord_pid);
+        m.rss_kib = sim_proc_hwm_kib(c.coord_pid);
     s_tell(ch, o->procs, SIM_DOWN_END);
     int rc = s_collect(o, ch, all, &t);
     for (int i = 0; i < o->procs; i++) {
