@@ -376,12 +376,10 @@ static void s_gen_over(void *arg, const struct job *job, int code)
 static void s_stop_signal(void *arg, int sig)
 {
     agent_t *ac = arg;
-    if (ac->cs) {
+    if (ac->cs)
         coord_server_stop_signal(ac->cs, sig);
-    } else if (ac->st != AC_RUNNING) {
-        agent_proto_send_bye(ac, 128 + sig);
-        agent_proto_finish(ac, 128 + sig);
-    }
+    else
+        agent_proto_stop_signal(ac, sig);
 }
 
 static void s_teardown(void *arg)

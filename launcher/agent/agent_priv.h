@@ -71,6 +71,7 @@ struct agent {
     int state_timer;           /* the deadline of a state that waits on the coordinator */
     int drain_timer;           /* after the BYE: the nodes behind this relay take theirs before it goes */
     int bye_status;
+    int end_wait_sig;          /* a stop signal that came after this node's BYE: the job's end is awaited a while */
     uint64_t drain_until_ns;
 };
 
@@ -86,6 +87,8 @@ void agent_proto_send_bye(agent_t *ac, int code);
 void agent_proto_send_join(agent_t *ac);
 /* Ends this node's part of the job with code. */
 void agent_proto_finish(agent_t *ac, int code);
+/* SIGTERM, SIGINT, ... with no worker running, on a node whose coordinator is elsewhere. */
+void agent_proto_stop_signal(agent_t *ac, int sig);
 /* A message from the coordinator. */
 void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m);
 /* The heartbeat timer: sends heartbeats, decides that the coordinator is lost or the rendezvous too late. */

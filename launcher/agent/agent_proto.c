@@ -19,6 +19,7 @@
 
 #define AP_DRAIN_TICK_MS 20
 #define AP_DRAIN_MS 5000 /* the longest a relay waits after the BYE for its nodes to close their sessions */
+#define AP_END_WAIT_MS 3000 /* the longest a stop signal after this node's BYE waits for the job's end */
 
 /* What a message that cannot be encoded was meant to do would never happen, and someone would wait for it. */
 void agent_proto_fatal(agent_t *ac, const char *what, const char *why)
@@ -138,6 +139,49 @@ void agent_proto_finish(agent_t *ac, int code)
     supervise_finish(ac->sup, code);
 }
 
+static int s_end_wait_over(loop_t *loop, int id, void *arg)
+{
+    agent_t *ac = arg;
+    if (id != ac->state_timer)
+        return 0;
+    ac->state_timer = 0;
+    log_warn("no end of the job from the coordinator within %d s of SIG%s: this node ends as stopped by it",
+             AP_END_WAIT_MS / 1000, sigabbrev_np(ac->end_wait_sig) ? sigabbrev_np(ac->end_wait_sig) : "?");
+    agent_proto_send_bye(ac, 128 + ac->end_wait_sig);
+    agent_proto_finish(ac, 128 + ac->end_wait_sig);
+    return 0;
+}
+
+/* A node that said BYE ends with the job's status, which the coordinator's BYE brings: a stop signal then (Slurm's
+ * --kill-on-bad-exit signals every node once the first one exits with a failure) waits for it a while, so that
+ * the job's exit status stays its root cause's; a second signal ends the node at once. */
+void agent_proto_stop_signal(agent_t *ac, int sig)
+{
+    const char *name = sigabbrev_np(sig) ? sigabbrev_np(sig) : "?";
+    if (ac->st == AC_DONE && ac->drain_timer > 0) { /* the job's end came; a relay waits for its nodes' BYEs */
+        loop_timer_cancel(ac->loop, ac->drain_timer);
+        ac->drain_timer = 0;
+        log_info("SIG%s: not waiting for the nodes behind this relay; the job ended with %d", name, ac->bye_status);
+        supervise_finish(ac->sup, ac->bye_status);
+        return;
+    }
+    if (ac->st == AC_WAIT_END && !ac->end_wait_sig && ac->loop) {
+        if (ac->state_timer > 0)
+            loop_timer_cancel(ac->loop, ac->state_timer);
+        ac->end_wait_sig = sig;
+        ac->state_timer = loop_timer_after_ms(ac->loop, AP_END_WAIT_MS, s_end_wait_over, ac);
+        if (ac->state_timer > 0) {
+            log_info("SIG%s: this node's workers are done; waiting up to %d s for the job's end from the coordinator "
+                     "(a second signal ends this node now)", name, AP_END_WAIT_MS / 1000);
+            return;
+        }
+    }
+    if (ac->st != AC_RUNNING) {
+        agent_proto_send_bye(ac, 128 + sig);
+        agent_proto_finish(ac, 128 + sig);
+    }
+}
+
 /* ---- from the coordinator ------------------------------------------------------------------------ */
 
 /* A relay's nodes had their BYE queued just before the relay's own: each closes its session once it has it. The
@@ -239,7 +283,11 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
         break;
     case AC_VERDICT:
     case AC_WAIT_END:
-        if (st->reason == PLAUNCH__STOP__REASON__RESTART)
+        /* stopped by a signal while the job went on: no next generation on this node */
+        if (ac->end_wait_sig && st->reason == PLAUNCH__STOP__REASON__RESTART) {
+            agent_proto_send_bye(ac, 128 + ac->end_wait_sig);
+            agent_proto_finish(ac, 128 + ac->end_wait_sig);
+        } else if (st->reason == PLAUNCH__STOP__REASON__RESTART)
             agent_proto_send_join(ac);
         else if (ac->st == AC_VERDICT)
             agent_proto_send_bye(ac, ac->last_code);

@@ -1,12 +1,13 @@
 #!/bin/bash
 # multinode.t: three nodes in network namespaces with different worker counts: contiguous ranks, one consistent
-# environment, identical NCCL ids across nodes; a lost coordinator takes every agent and worker down.
+# environment, identical NCCL ids across nodes; a lost coordinator takes every agent and worker down; a node whose
+# workers are done ends with the job's status when a stop signal comes before the job's end.
 . "$(dirname "$0")/lib.sh"
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (its workers need ncclGetUniqueId)"; exit 0; }
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-plan 19
+plan 21
 
 NS="pm$$"; NS=${NS:0:8}; NET=5; PORT=29411
 netns_down "$NS" 3 >/dev/null 2>&1
@@ -94,4 +95,33 @@ echo $! > pid.2
 mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
 is "$r1 $r2" "0 0" "a node started with that token joins and the job runs"
 like "$(cat "$T/err1")" "created a token" "the coordinator says it created the token"
+
+# A stop signal to a node whose workers are done (Slurm's --kill-on-bad-exit sends one to every node once the
+# first exits with the job's failure): the node waits for the job's end and exits with its status, not 143.
+rm -rf pid.* go log1 log2
+cat >late.sh <<'W'
+#!/bin/bash
+[ "$RANK" = 1 ] && exit 0
+until [ -e "$OUTDIR/go" ]; do sleep 0.02; done
+exit 7
+W
+chmod +x late.sh
+mn_node 1 --nnodes 2 --nproc-per-node 1 ./late.sh; mn_node 2 --nnodes 2 --nproc-per-node 1 ./late.sh
+until_ok 20 grep -q "all 1 worker exited 0" "log2/$PLOG"
+kill -TERM "$(cat pid.2)"
+until_ok 10 grep -q "waiting up to .* for the job's end" "log2/$PLOG"
+touch go
+mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
+is "$r1 $r2" "7 7" "SIGTERM to a node whose workers are done, then a failure elsewhere: both nodes exit 7"
+rm -rf pid.* go log1 log2
+mn_node 1 --nnodes 2 --nproc-per-node 1 ./late.sh; mn_node 2 --nnodes 2 --nproc-per-node 1 ./late.sh
+until_ok 20 grep -q "all 1 worker exited 0" "log2/$PLOG"
+kill -TERM "$(cat pid.2)"
+until_ok 10 grep -q "waiting up to .* for the job's end" "log2/$PLOG"
+kill -TERM "$(cat pid.2)"
+mn_wait 2 3
+is "$wrc" 143 "... a second SIGTERM ends that node at once (143)"
+touch go
+mn_wait 1 20
+mn_kill_all
 done_testing
