@@ -31,7 +31,9 @@ is() {
 # like TEXT REGEX NAME
 like() {
     if printf '%s' "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else
-        ok 1 "$3"; { echo "#   '$2' not found in:"; printf '%s\n' "$1" | head -20 | sed 's/^/#     /'; } >&2; fi
+        ok 1 "$3"; { echo "#   '$2' not found in:"; printf '%s\n' "$1" | awk '{ l[NR] = $0 } END {
+            for (i = 1; i <= NR; i++) if (i <= 12 || i > NR - 12) print l[i]; else if (i == 13) print "[" NR - 24 " lines]" }' |
+            sed 's/^/#     /'; } >&2; fi
 }
 done_testing() { exit $_tap_failed; }
 # kill_reap PID...: SIGKILL and reap this shell's background children at once, so that bash has no "Killed" job

@@ -107,17 +107,17 @@ exit 7
 W
 chmod +x late.sh
 mn_node 1 --nnodes 2 --nproc-per-node 1 ./late.sh; mn_node 2 --nnodes 2 --nproc-per-node 1 ./late.sh
-until_ok 20 grep -q "all 1 worker exited 0" "log2/$PLOG"
+until_ok 20 grep -qs "all 1 worker exited 0" "log2/$PLOG"
 kill -TERM "$(cat pid.2)"
-until_ok 10 grep -q "waiting up to .* for the job's end" "log2/$PLOG"
+until_ok 10 grep -qs "waiting up to .* for the job's end" "log2/$PLOG"
 touch go
 mn_wait 1 20; r1=$wrc; mn_wait 2 20; r2=$wrc
 is "$r1 $r2" "7 7" "SIGTERM to a node whose workers are done, then a failure elsewhere: both nodes exit 7"
 rm -rf pid.* go log1 log2
 mn_node 1 --nnodes 2 --nproc-per-node 1 ./late.sh; mn_node 2 --nnodes 2 --nproc-per-node 1 ./late.sh
-until_ok 20 grep -q "all 1 worker exited 0" "log2/$PLOG"
+until_ok 20 grep -qs "all 1 worker exited 0" "log2/$PLOG"
 kill -TERM "$(cat pid.2)"
-until_ok 10 grep -q "waiting up to .* for the job's end" "log2/$PLOG"
+until_ok 10 grep -qs "waiting up to .* for the job's end" "log2/$PLOG"
 kill -TERM "$(cat pid.2)"
 mn_wait 2 3
 is "$wrc" 143 "... a second SIGTERM ends that node at once (143)"
