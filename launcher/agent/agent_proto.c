@@ -463,7 +463,17 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             agent_proto_finish(ac, 125);
             return 0;
         }
-        if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9)) {
+        if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9) &&
+            link_at_relay(ac->link)) {
+            /* A relay that hangs takes no node with it: the coordinator serves them directly, and gets one more
+             * heartbeat timeout to answer (an elastic job goes on with them; a fixed one ends by its verdict). */
+            char why[160];
+            snprintf(why, sizeof why, "no message through this node's relay for %.1f s (--heartbeat-timeout %g): "
+                     "asking the coordinator to serve it directly", (double)(now - ac->last_heard_ns) / 1e9,
+                     o->heartbeat_timeout);
+            ac->last_heard_ns = now;
+            link_reset(ac->link, why);
+        } else if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9)) {
             log_error("lost the coordinator at %s: no message for %.1f s (--heartbeat-timeout %g); stopping the "
                       "workers", ac->endpoint, (double)(now - ac->last_heard_ns) / 1e9, o->heartbeat_timeout);
             agent_proto_finish(ac, 125);

@@ -416,6 +416,11 @@ int link_is_open(const link_t *l)
     return l->open;
 }
 
+int link_at_relay(const link_t *l)
+{
+    return l->sock && l->at_relay;
+}
+
 void link_set_direct(link_t *l, int on)
 {
     l->direct = on;
