@@ -242,6 +242,11 @@ static void s_preflight_done(void *arg, int code)
 /* ---- supervisor hooks ----------------------------------------------------------------------------- */
 
 /* The hang watch's reports (progress, stacks) on their way to the coordinator. */
+static void s_stacks_hold(void *arg, int on)
+{
+    supervise_hold_stops(((agent_t *)arg)->sup, on);
+}
+
 static void s_hang_send(void *arg, const char *kind, const char *json, size_t len)
 {
     agent_t *ac = arg;
@@ -282,7 +287,7 @@ static int s_setup(void *arg, sup_t *s, loop_t *loop)
     }
     ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
     if (ac->hang)
-        ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
+        ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, s_stacks_hold, ac, err, sizeof err);
     if ((!ac->hang || !ac->stacks) && ac->job->opt.hang_timeout > 0) {
         log_error("%s", err);
         return -1;

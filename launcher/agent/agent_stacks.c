@@ -47,6 +47,8 @@ struct agent_stacks {
     struct job *job;
     loop_t *loop;
     agent_hang_send_fn send;
+    agent_stacks_hold_fn hold;
+    int holding;                  /* hold(arg, 1) was said */
     void *arg;
     char exe[PATH_MAX];
     int st_timer;
@@ -244,6 +246,10 @@ static void s_abort_phase(agent_stacks_t *h)
         if (h->w[i].in)
             s_drop_capture(h, &h->w[i]);
     h->st = AS_ABORT;
+    if (h->hold && !h->holding) {
+        h->holding = 1;
+        h->hold(h->arg, 1);
+    }
     int any = 0;
     for (int i = 0; i < h->nw; i++) {
         struct as_worker *w = &h->w[i];
@@ -318,6 +324,10 @@ static void s_send_all(agent_stacks_t *h)
     snprintf(done, sizeof done, "{\"n\":%d}", n);
     h->send(h->arg, "stacks-done", done, strlen(done));
     h->st = AS_IDLE;
+    if (h->holding) {
+        h->holding = 0;
+        h->hold(h->arg, 0);
+    }
 }
 
 void agent_stacks_request(agent_stacks_t *h, const char *json, size_t len)
@@ -349,8 +359,8 @@ void agent_stacks_request(agent_stacks_t *h, const char *json, size_t len)
         s_native_maybe_done(h);
 }
 
-agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
-                                 size_t errlen)
+agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
+                                 void *arg, char *err, size_t errlen)
 {
     if (job->opt.hang_timeout <= 0)
         return NULL;
@@ -367,7 +377,7 @@ agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_
         return NULL;
     }
     h->exe[len] = '\0';
-    h->job = job, h->loop = loop, h->send = send, h->arg = arg, h->nw = job->nworkers;
+    h->job = job, h->loop = loop, h->send = send, h->hold = hold, h->arg = arg, h->nw = job->nworkers;
     for (int i = 0; i < h->nw; i++)
         h->w[i].cap_fd = h->w[i].cap_pidfd = -1;
     return h;

@@ -8,12 +8,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -215,4 +217,15 @@ int spawn_exec_errno(int *exec_fd)
     close(*exec_fd);
     *exec_fd = -1;
     return n == (ssize_t)sizeof e ? e : 0;
+}
+
+void spawn_describe_exit(int wait_status, int exec_errno, char *buf, size_t cap)
+{
+    if (exec_errno)
+        snprintf(buf, cap, "could not be started: %s", strerror(exec_errno));
+    else if (WIFSIGNALED(wait_status))
+        snprintf(buf, cap, "was killed by SIG%s%s", sigabbrev_np(WTERMSIG(wait_status)),
+                 WCOREDUMP(wait_status) ? " (core dumped)" : "");
+    else
+        snprintf(buf, cap, "exited with code %d", WEXITSTATUS(wait_status));
 }

@@ -18,5 +18,7 @@ void spawn_set_worker_nofile(const struct rlimit *rl);
 
 /* Reads the exec errno recorded for a child that has exited: 0 when exec had worked. Closes *exec_fd. */
 int spawn_exec_errno(int *exec_fd);
+/* How a worker ended, for the log: "exited with code N", "was killed by SIGX", "could not be started: ...". */
+void spawn_describe_exit(int wait_status, int exec_errno, char *buf, size_t cap);
 
 #endif

@@ -48,6 +48,7 @@ struct sup {
     int first_status;         /* wait status of the generation's first failure; -1 while none */
     int exit_code;
     int event_signal;         /* argument of the signal events */
+    int held;                 /* the controller holds failure stops: the hang's stacks are being taken */
     const struct sup_ctl *ctl;
 };
 
@@ -165,6 +166,10 @@ static void a_begin_stop_failure(struct sup *s)
 {
     s->reason = STOP_FAILURE;
     s->state = ST_STOPPING;
+    if (s->held) { /* every CPython rank got SIGABRT for its traceback: a SIGTERM now would kill it first */
+        log_info("the other workers are stopped once the hung job's stacks are taken");
+        return;
+    }
     if (s->running > 0)
         log_info("stopping the other %d worker%s of generation %d (SIGTERM, SIGKILL after %gs)", s->running,
                  s->running == 1 ? "" : "s", s->job->generation, s->job->opt.grace);
@@ -326,17 +331,6 @@ static struct worker *s_find_worker(struct job *job, pid_t pid)
     return NULL;
 }
 
-static void s_describe_exit(const struct worker *w, char *buf, size_t cap)
-{
-    if (w->exec_errno)
-        snprintf(buf, cap, "could not be started: %s", strerror(w->exec_errno));
-    else if (WIFSIGNALED(w->status))
-        snprintf(buf, cap, "was killed by SIG%s%s", sigabbrev_np(WTERMSIG(w->status)),
-                 WCOREDUMP(w->status) ? " (core dumped)" : "");
-    else
-        snprintf(buf, cap, "exited with code %d", WEXITSTATUS(w->status));
-}
-
 static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
 {
     struct job *job = s->job;
@@ -349,7 +343,7 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
     output_pump(w, 0);
     int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     char what[256];
-    s_describe_exit(w, what, sizeof what);
+    spawn_describe_exit(status, w->exec_errno, what, sizeof what);
     if (failed && s->state == ST_RUNNING) {
         if (w->exec_errno)
             log_error("rank %d: cannot run '%s': %s", w->rank, job->opt.prog_argv[0],
@@ -441,6 +435,13 @@ void supervise_stop(sup_t *s, int sig)
 {
     s->event_signal = sig;
     s_dispatch(s, EV_CTL_STOP);
+}
+
+void supervise_hold_stops(sup_t *s, int on)
+{
+    s->held = on;
+    if (!on && s->state == ST_STOPPING && s->reason == STOP_FAILURE && s->grace_timer <= 0 && s->running > 0)
+        a_begin_stop_failure(s);
 }
 
 void supervise_finish(sup_t *s, int exit_code)

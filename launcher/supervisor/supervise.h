@@ -36,5 +36,8 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl);
 int supervise_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
 void supervise_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
 void supervise_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
+/* on: a worker's failure stops none of the others (their stacks are being taken); off: a stop held meanwhile
+ * begins now. */
+void supervise_hold_stops(sup_t *s, int on);
 
 #endif

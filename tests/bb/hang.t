@@ -2,7 +2,8 @@
 # hang.t: hang localisation in real jobs: a torch gloo job whose rank 2 sleeps in a named function while the others
 # wait in all_reduce is declared hung after --hang-timeout; hang.0.txt and the root cause name rank 2 and that
 # function, the other three share one stack; --on-hang stop ends it (124), restart restarts it; no process is left.
-# A C worker stuck in a named function: its native stack names it. No false alarm for a silent job that reports
+# A C worker stuck in a named function: its native stack names it. A rank that ends on its SIGABRT first does not
+# have the others stopped before they printed their tracebacks. No false alarm for a silent job that reports
 # steps, nor for a long but finite step. A rank at half the others' step rate is named; equal ranks are not.
 # torch's @record error file of a failing rank is quoted with its traceback.
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +70,33 @@ run_plaunch --nproc-per-node 2 --hang-timeout 2 --on-hang stop --log-dir "$T/c1"
 is "$rc" 124 "C workers stuck in a function: exit status 124"
 like "$(cat "$T/c1/hang.0.txt" 2>/dev/null)" "stuck_in_named_function" "... their native stack names the function"
 like "$(cat "$T/c1/hang.0.txt" 2>/dev/null)" "pl_stuck.c:[0-9]+" "... with its file and line"
+
+# ---- a rank slow to end on its SIGABRT: another rank that ended first does not have it stopped ----------------
+cat >slow_abrt.py <<'W'
+import os, signal, time
+d = os.environ["OUTDIR"]
+def slow(sig, frame):  # a traceback that takes long to print: here, until the test says go
+    open(d + "/abrt", "w").close()
+    while not os.path.exists(d + "/go"):
+        time.sleep(0.02)
+    open(d + "/done", "w").close()
+    os._exit(9)
+if os.environ["RANK"] == "1":
+    signal.signal(signal.SIGABRT, slow)
+print("up", flush=True)
+time.sleep(3600)
+W
+rm -f go abrt done
+OUTDIR=$T timeout -k 5 60 "$PLAUNCH" --nproc-per-node 2 --hang-timeout 2 --on-hang stop --log-dir "$T/a1" \
+    "$PY" "$T/slow_abrt.py" >/dev/null 2>&1 &
+apid=$!
+until_ok 30 grep -qs "stacks are taken\|stopping the other 1 worker" "$T/a1/plaunch.log"
+touch go
+wait "$apid"
+is "$?" 124 "rank 0 ends on its SIGABRT while rank 1 still prints its traceback: the hung job ends with 124"
+ok $([ -e done ]; echo $?) "... rank 1 was not stopped (SIGTERM) before it was done"
+like "$(cat "$T/a1/plaunch.log")" "the other workers are stopped once the hung job's stacks are taken" \
+    "... plaunch.log says why it waits"
 
 # ---- two nodes: the hung rank on node 2, found from the coordinator on node 1 --------------------------------
 cat >mn_hang.py <<'W'
