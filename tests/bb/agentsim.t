@@ -54,6 +54,7 @@ scenario() {
     out=$(cat "$T/sim.$name")
     line=$(grep '^agentsim agents=' <<<"$out")
     echo "# $line"
+    [ "$src" = 0 ] || { grep -h 'FAILED' "$T/sim.$name" | head -5; head -8 "$T/sim.$name.err"; } | sed 's/^/# sim: /' >&2
 }
 
 # 1. the rendezvous: ranks, ids, barrier, heartbeats, the end
