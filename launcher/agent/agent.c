@@ -241,12 +241,13 @@ static void s_preflight_done(void *arg, int code)
 
 /* ---- supervisor hooks ----------------------------------------------------------------------------- */
 
-/* The hang watch's reports (progress, stacks) on their way to the coordinator. */
+/* While the hang's stacks are taken, a worker's end stops none of the others (agent_stacks.h). */
 static void s_stacks_hold(void *arg, int on)
 {
     supervise_hold_stops(((agent_t *)arg)->sup, on);
 }
 
+/* The hang watch's reports (progress, stacks) on their way to the coordinator. */
 static void s_hang_send(void *arg, const char *kind, const char *json, size_t len)
 {
     agent_t *ac = arg;

@@ -139,6 +139,13 @@ void agent_proto_finish(agent_t *ac, int code)
     supervise_finish(ac->sup, code);
 }
 
+/* This node ends as stopped by sig: its BYE says so, its exit status is 128 + sig. */
+static void s_end_by_signal(agent_t *ac, int sig)
+{
+    agent_proto_send_bye(ac, 128 + sig);
+    agent_proto_finish(ac, 128 + sig);
+}
+
 static int s_end_wait_over(loop_t *loop, int id, void *arg)
 {
     agent_t *ac = arg;
@@ -147,8 +154,7 @@ static int s_end_wait_over(loop_t *loop, int id, void *arg)
     ac->state_timer = 0;
     log_warn("no end of the job from the coordinator within %d s of SIG%s: this node ends as stopped by it",
              AP_END_WAIT_MS / 1000, sigabbrev_np(ac->end_wait_sig) ? sigabbrev_np(ac->end_wait_sig) : "?");
-    agent_proto_send_bye(ac, 128 + ac->end_wait_sig);
-    agent_proto_finish(ac, 128 + ac->end_wait_sig);
+    s_end_by_signal(ac, ac->end_wait_sig);
     return 0;
 }
 
@@ -176,10 +182,8 @@ void agent_proto_stop_signal(agent_t *ac, int sig)
             return;
         }
     }
-    if (ac->st != AC_RUNNING) {
-        agent_proto_send_bye(ac, 128 + sig);
-        agent_proto_finish(ac, 128 + sig);
-    }
+    if (ac->st != AC_RUNNING)
+        s_end_by_signal(ac, sig);
 }
 
 /* ---- from the coordinator ------------------------------------------------------------------------ */
@@ -284,10 +288,9 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
     case AC_VERDICT:
     case AC_WAIT_END:
         /* stopped by a signal while the job went on: no next generation on this node */
-        if (ac->end_wait_sig && st->reason == PLAUNCH__STOP__REASON__RESTART) {
-            agent_proto_send_bye(ac, 128 + ac->end_wait_sig);
-            agent_proto_finish(ac, 128 + ac->end_wait_sig);
-        } else if (st->reason == PLAUNCH__STOP__REASON__RESTART)
+        if (ac->end_wait_sig && st->reason == PLAUNCH__STOP__REASON__RESTART)
+            s_end_by_signal(ac, ac->end_wait_sig);
+        else if (st->reason == PLAUNCH__STOP__REASON__RESTART)
             agent_proto_send_join(ac);
         else if (ac->st == AC_VERDICT)
             agent_proto_send_bye(ac, ac->last_code);
@@ -463,8 +466,8 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             agent_proto_finish(ac, 125);
             return 0;
         }
-        if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9) &&
-            link_at_relay(ac->link)) {
+        int silent = ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9);
+        if (silent && link_at_relay(ac->link)) {
             /* A relay that hangs takes no node with it: the coordinator serves them directly, and gets one more
              * heartbeat timeout to answer (an elastic job goes on with them; a fixed one ends by its verdict). */
             char why[160];
@@ -473,7 +476,7 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
                      o->heartbeat_timeout);
             ac->last_heard_ns = now;
             link_reset(ac->link, why);
-        } else if (ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9)) {
+        } else if (silent) {
             log_error("lost the coordinator at %s: no message for %.1f s (--heartbeat-timeout %g); stopping the "
                       "workers", ac->endpoint, (double)(now - ac->last_heard_ns) / 1e9, o->heartbeat_timeout);
             agent_proto_finish(ac, 125);

@@ -48,7 +48,6 @@ struct agent_stacks {
     loop_t *loop;
     agent_hang_send_fn send;
     agent_stacks_hold_fn hold;
-    int holding;                  /* hold(arg, 1) was said */
     void *arg;
     char exe[PATH_MAX];
     int st_timer;
@@ -246,10 +245,8 @@ static void s_abort_phase(agent_stacks_t *h)
         if (h->w[i].in)
             s_drop_capture(h, &h->w[i]);
     h->st = AS_ABORT;
-    if (h->hold && !h->holding) {
-        h->holding = 1;
+    if (h->hold)
         h->hold(h->arg, 1);
-    }
     int any = 0;
     for (int i = 0; i < h->nw; i++) {
         struct as_worker *w = &h->w[i];
@@ -324,10 +321,8 @@ static void s_send_all(agent_stacks_t *h)
     snprintf(done, sizeof done, "{\"n\":%d}", n);
     h->send(h->arg, "stacks-done", done, strlen(done));
     h->st = AS_IDLE;
-    if (h->holding) {
-        h->holding = 0;
+    if (h->hold)
         h->hold(h->arg, 0);
-    }
 }
 
 void agent_stacks_request(agent_stacks_t *h, const char *json, size_t len)

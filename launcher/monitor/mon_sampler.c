@@ -2,6 +2,7 @@
  * non-blocking requests, answers read incrementally into a buffer bounded by what was asked, kill and reap. */
 #include "mon_sampler.h"
 
+#include "loop.h"
 #include "mon_wire.h"
 
 #include <errno.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -430,11 +430,9 @@ static void s_kill_reap(mon_sampler_t *m)
             return;
         /* The pidfd is readable once the sampler has exited, yet a waitid right then can find it not reapable
          * yet (Linux 6.18: 2 stops in 40 under ASan, a zombie left in the test): it is asked again every ms. */
+        uint64_t until_ns = loop_now_ns() + (uint64_t)MON_SAMPLER_REAP_MS * 1000000ull;
         struct pollfd p = { .fd = m->pidfd, .events = POLLIN };
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t until_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + MON_SAMPLER_REAP_MS, left;
-        int r = poll(&p, 1, MON_SAMPLER_REAP_MS);
+        poll(&p, 1, MON_SAMPLER_REAP_MS);
         for (;;) {
             memset(&si, 0, sizeof si);
             int w = waitid((idtype_t)P_PIDFD, (id_t)m->pidfd, &si, WEXITED | WNOHANG);
@@ -442,11 +440,9 @@ static void s_kill_reap(mon_sampler_t *m)
                 m->reaped = 1;
                 return;
             }
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            left = until_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
-            if ((w < 0 && errno != EINTR) || left <= 0)
+            if ((w < 0 && errno != EINTR) || loop_now_ns() >= until_ns)
                 return;
-            r = poll(r > 0 ? NULL : &p, r > 0 ? 0 : 1, r > 0 ? 1 : (int)left); /* readable: 1 ms apart */
+            poll(NULL, 0, 1);
         }
     }
     /* No pidfd: the pid is ours only while it is an unreaped child; after SIGKILL it ends at once unless the
