@@ -26,7 +26,7 @@ static tls_ctx_t *s_ctx_new(int is_server, int is_psk, char *err, size_t errlen)
     }
     ctx->is_server = is_server;
     ctx->is_psk = is_psk;
-    ctx->refs = 1;
+    atomic_init(&ctx->refs, 1);
     ctx->ssl_ctx = SSL_CTX_new(is_server ? TLS_server_method() : TLS_client_method());
     if (!ctx->ssl_ctx || !SSL_CTX_set_min_proto_version(ctx->ssl_ctx, TLS1_3_VERSION) ||
         !SSL_CTX_set_max_proto_version(ctx->ssl_ctx, TLS1_3_VERSION) ||
@@ -51,7 +51,7 @@ static tls_ctx_t *s_ctx_new(int is_server, int is_psk, char *err, size_t errlen)
 
 void tls_ctx_hold(tls_ctx_t *ctx)
 {
-    ctx->refs++;
+    atomic_fetch_add(&ctx->refs, 1);
 }
 
 void tls_ctx_destroy(tls_ctx_t **p)
@@ -60,7 +60,7 @@ void tls_ctx_destroy(tls_ctx_t **p)
     if (!ctx)
         return;
     *p = NULL;
-    if (--ctx->refs > 0)
+    if (atomic_fetch_sub(&ctx->refs, 1) > 1)
         return;
     SSL_CTX_free(ctx->ssl_ctx);
     OPENSSL_cleanse(ctx->psk, sizeof ctx->psk);

@@ -4,6 +4,7 @@
 
 #include "tls_chan.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <openssl/ssl.h>
@@ -16,7 +17,8 @@ struct tls_ctx {
     SSL_CTX *ssl_ctx;
     int is_server;
     int is_psk;
-    int refs;                            /* the owner's reference plus one per channel */
+    atomic_int refs;                     /* the owner's reference plus one per channel: channels of one context
+                                            may come and go on several threads (pl_agentsim's) */
     unsigned char psk[TLS_PSK_LEN];
 };
 
