@@ -16,7 +16,9 @@ bench_setup() {
     [ -z "$bin" ] || bin=$(realpath -- "$bin")
     cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
     REPO=$PWD
-    scripts/deps.sh --bench
+    # Where no package registry answers (the GPU machines), run with what is installed: peers that are missing are
+    # left out of the table with a note (bench_keep_present), not a reason to abort.
+    scripts/deps.sh --bench >&2 || echo "bench: could not install the bench packages; running with what is present" >&2
     if [ -z "$bin" ]; then
         bin=$REPO/build/bin/plaunch
         [ -x "$bin" ] || make -s
@@ -41,6 +43,29 @@ bench_setup() {
     BENCH_PLAUNCH_DESC="$("$PLAUNCH" --version | awk '{ print $NF }'), $bin built $(date -r "$bin" '+%F %T %Z')"
     [ "$bin" != "$REPO/build/bin/plaunch" ] ||
         BENCH_PLAUNCH_DESC+=", tree at git $(git describe --always --dirty 2>/dev/null || echo '?')"
+}
+
+# bench_keep_present: drop from LAUNCHERS every peer (mpirun, torchrun) whose command is not on PATH, saying so.
+bench_keep_present() {
+    local keep=() name
+    for name in "${LAUNCHERS[@]}"; do
+        case $name in
+        mpirun | torchrun)
+            if ! command -v "$name" >/dev/null; then
+                echo "bench: $name is not installed here: its rows are left out" >&2
+                continue
+            fi ;;
+        esac
+        keep+=("$name")
+    done
+    LAUNCHERS=("${keep[@]}")
+}
+
+# bench_has NAME: NAME is one of the launchers measured in this run.
+bench_has() {
+    local name
+    for name in "${LAUNCHERS[@]}"; do [ "$name" = "$1" ] && return 0; done
+    return 1
 }
 
 # bench_cleanup: stop the run in flight (its whole process group), kill strays, remove $BENCH_TMP.

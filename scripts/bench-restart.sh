@@ -1,6 +1,7 @@
 #!/bin/bash
 # Restart latency: 4 workers, rank 1 fails in generation 0; ms from its exit to the first generation-1 worker running (plaunch vs torchrun).
 # Usage: scripts/bench-restart.sh [RUNS]   (RUNS per launcher, default 10; see docs/benchmarks.md)
+#   BENCH_OTHER=FILE adds a second plaunch to the same rounds (an older build, for a side-by-side comparison).
 set -euo pipefail
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
@@ -8,6 +9,7 @@ set -euo pipefail
 RUNS=${1:-10}
 NPROC=4
 LAUNCHERS=(plaunch torchrun)
+[ -z "${BENCH_OTHER:-}" ] || LAUNCHERS+=(other)   # BENCH_OTHER=FILE: a second plaunch (an older build) in the same rounds
 
 # write_worker: the worker both launchers run as `worker.sh RUNDIR`; it only uses bash builtins around its timestamps.
 write_worker() {
@@ -36,8 +38,10 @@ EOF
 # launcher_cmd NAME RUNDIR: the command line NAME uses to run the job (into the CMD array).
 launcher_cmd() {
     case $1 in
-    plaunch)
-        CMD=("$PLAUNCH" --nproc-per-node "$NPROC" --max-restarts 1 --tee none --quiet --log-dir "$2/logs"
+    plaunch | other)
+        local bin=$PLAUNCH
+        [ "$1" = plaunch ] || bin=$BENCH_TMP/plaunch-other
+        CMD=("$bin" --nproc-per-node "$NPROC" --max-restarts 1 --tee none --quiet --log-dir "$2/logs"
             "$BENCH_TMP/worker.sh" "$2") ;;
     torchrun)
         # -r 2 -t 2: torch 1.13's default redirect/tee settings crash before starting any worker.
@@ -89,7 +93,9 @@ report() {
         printf '%-9s %10.1f %10.1f %10.1f\n' "$name" "$med" "$min" "$max"
     done
     echo
-    printf 'plaunch/torchrun  median %sx\n' "$(bench_div "${MED[plaunch]}" "${MED[torchrun]}")"
+    ! bench_has torchrun || printf 'plaunch/torchrun  median %sx\n' "$(bench_div "${MED[plaunch]}" "${MED[torchrun]}")"
+    [ -z "${MED[other]:-}" ] || printf 'plaunch/other     median %sx   (other: %s)\n' \
+        "$(bench_div "${MED[plaunch]}" "${MED[other]}")" "$BENCH_OTHER"
     echo
     printf 'target: plaunch median restart <= 50 ms   %7.1f ms   %s\n' "${MED[plaunch]}" "$(bench_verdict "${MED[plaunch]} <= 50")"
     [ "$BENCH_LEAKS" = 0 ] || echo "WARNING: $BENCH_LEAKS runs left processes behind (killed; see above)"
@@ -98,6 +104,8 @@ report() {
 main() {
     bench_positive_int RUNS "$RUNS"
     bench_setup
+    bench_keep_present
+    [ -z "${BENCH_OTHER:-}" ] || cp "$BENCH_OTHER" "$BENCH_TMP/plaunch-other"
     write_worker
     run_all
     report
