@@ -1,32 +1,255 @@
 #!/usr/bin/env python3
-"""layers.py: the call graph between plaunch's source files and folders, from the symbols of the built objects.
+"""layers.py: the dependency graph between plaunch's source files and folders, checked against the layer map.
 
-Usage: scripts/layers.py BUILD_DIR [--graph]   (from the repository root)
-Prints every cycle between files (two files that call each other, directly or around a ring) and between
-folders, and exits 1 when there is one; --graph prints the folder graph (who calls whom) as well.
+Usage: scripts/layers.py BUILD_DIR [--graph]   (from the root of a source tree built into BUILD_DIR)
+
+It reads three kinds of edge:
+  include   a source or header's `#include "..."`, resolved as the build resolves it (the including file's own
+            folder, then every source folder, which the Makefile passes as -I), to the header's folder;
+  symbol    an object's undefined symbol that another folder's object defines (nm of BUILD_DIR/obj);
+  callback  a function stored into another folder's struct field or passed to another folder's function (read
+            from the sources: a function name used other than in a call): the receiving folder calls it later.
+and fails (exit 1) on
+  - a cycle between folders (include and symbol edges, and callbacks that are not an owner's registration);
+    a cycle between files through symbols; a cycle between headers through their includes;
+  - an edge that goes against the layer map of docs/design.md ("The map": a folder may depend only on folders
+    listed below it); a callback is fine when the folder above registers its own function into the folder
+    below (the lower folder calls up only through what it was handed), or when it goes down the map;
+  - an edge that breaks one of RULES below, whatever the map says;
+  - a folder README.md whose "May call:" line does not list exactly the folders that folder's code depends on;
+  - an entry of EXCEPTIONS that no longer matches any edge (remove it: the violation is gone).
+Edges listed in EXCEPTIONS (known violations, each with its reason and the issue item that removes it) are
+reported with --graph but do not fail the check, so it passes today and fails on any new violation.
+--graph prints the folder graph with each edge's kinds.
 """
 import os
+import re
 import subprocess
 import sys
 
+ROOTS = ("common", "launcher", "worker")
+SOURCE_EXT = (".c", ".h", ".cu")
 
-def symbols(obj):
-    out = subprocess.run(["nm", "-P", obj], capture_output=True, text=True, check=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) < 2:
+# Rules of the architecture (docs/design.md), held whatever the map's order says: (from, to, why). A folder
+# matches a rule's folder when it is that folder or below it.
+RULES = [
+    ("common", "launcher", "common/ includes nothing of launcher/"),
+    ("common", "worker", "common/ includes nothing of worker/"),
+    ("launcher/job", "launcher/supervisor", "the job's configuration includes no supervisor code"),
+    ("launcher/job", "launcher/monitor", "the job's configuration includes no monitor code"),
+    ("launcher/job", "launcher/agent", "the job's configuration includes no agent code"),
+    ("launcher/opts", "launcher/supervisor", "the job's configuration includes no supervisor code"),
+    ("launcher/opts", "launcher/monitor", "the job's configuration includes no monitor code"),
+    ("launcher/opts", "launcher/agent", "the job's configuration includes no agent code"),
+    ("launcher/coord", "launcher/supervisor", "the coordinator includes no supervisor code"),
+    ("launcher/coord", "launcher/agent", "the coordinator includes no agent code (it talks to agents by messages)"),
+    ("launcher/monitor", "launcher/coord", "monitor/ includes no coordinator code"),
+    ("launcher/monitor", "launcher/supervisor", "monitor/ includes no supervisor code"),
+    ("launcher/hang", "launcher/coord", "hang/ includes no coordinator code"),
+    ("launcher/hang", "launcher/supervisor", "hang/ includes no supervisor code"),
+    ("launcher/relay", "launcher/agent", "the relay includes no agent code"),
+]
+
+# Known violations: (file, kind, what it uses) -> (reason, what removes it). One table, nowhere else.
+EXCEPTIONS = {
+    ("launcher/job/job.h", "include", "mon_thresh.h"): (
+        "struct job holds the monitor's thresholds (read with the options)",
+        "issue 26 item 2: struct job split; the thresholds become the monitor's own state"),
+    ("launcher/job/jobsetup.c", "include", "mon_thresh.h"): (
+        "jobsetup reads --monitor-config into struct job",
+        "issue 26 item 2: struct job split"),
+    ("launcher/job/jobsetup.c", "symbol", "mon_thresh_default"): (
+        "jobsetup fills the monitor's default thresholds", "issue 26 item 2: struct job split"),
+    ("launcher/job/jobsetup.c", "symbol", "mon_thresh_read"): (
+        "jobsetup reads --monitor-config", "issue 26 item 2: struct job split"),
+    ("launcher/job/jobsetup.c", "include", "output.h"): (
+        "jobsetup opens the log directory and plaunch.log through the supervisor's output (a header cycle: "
+        "every supervisor header includes job.h)", "issue 26 item 2: main/the agent opens the logs"),
+    ("launcher/job/jobsetup.c", "symbol", "output_open_logs"): (
+        "as above", "issue 26 item 2: main/the agent opens the logs"),
+    ("launcher/job/jobsetup.c", "include", "wenv.h"): (
+        "jobsetup builds the workers' base environment through the supervisor's wenv (a header cycle)",
+        "issue 26 item 2: the supervisor builds its own environment"),
+    ("launcher/job/jobsetup.c", "symbol", "wenv_init"): (
+        "as above", "issue 26 item 2: the supervisor builds its own environment"),
+    ("launcher/job/jobsetup.c", "symbol", "wenv_fini"): (
+        "as above", "issue 26 item 2: the supervisor builds its own environment"),
+    ("launcher/coord/coord_end.c", "include", "errfile.h"): (
+        "the summary quotes torch error files in the supervisor's format (ERRFILE_LINE, errfile_path): the "
+        "coordinator knows a node-local file", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
+    ("launcher/coord/coord_end.c", "symbol", "errfile_path"): (
+        "as above", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
+}
+
+C_KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "case", "do", "else", "typeof", "__typeof__",
+              "_Alignof", "alignof", "defined"}
+
+
+def under(folder, prefix):
+    return folder == prefix or folder.startswith(prefix + "/")
+
+
+def source_files():
+    out = []
+    for top in ROOTS:
+        for d, dirs, names in os.walk(top):
+            dirs.sort()
+            for n in sorted(names):
+                if n.endswith(SOURCE_EXT):
+                    out.append(os.path.join(d, n))
+    return out
+
+
+def strip_c(text):
+    """The text with comments, string and character literals blanked (line structure kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def includes(path):
+    """[(line, name)] of the file's quoted includes."""
+    out = []
+    with open(path, errors="replace") as f:
+        for ln, line in enumerate(f, 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if m:
+                out.append((ln, m.group(1)))
+    return out
+
+
+def symbols(objs):
+    """{object: (defined, undefined, functions)} from one nm run over every object."""
+    out = {o: (set(), set(), set()) for o in objs}
+    res = subprocess.run(["nm", "-P", "-A"] + objs, capture_output=True, text=True, check=True).stdout
+    for line in res.splitlines():
+        head, _, rest = line.partition(": ")
+        parts = rest.split()
+        if head not in out or len(parts) < 2:
             continue
-        name, kind = parts[0], parts[1]
+        defined, undefined, funcs = out[head]
+        name, kind = parts[0].split(".")[0], parts[1]
         if kind == "U":
             undefined.add(name)
         elif kind in "TDBRVWGSC":
             defined.add(name)
-    return defined, undefined
+        if kind in "Tt":
+            funcs.add(name)
+    return out
+
+
+def read_map(problems):
+    """The folders of docs/design.md's map block, top first."""
+    order = []
+    try:
+        text = open("docs/design.md").read()
+    except OSError as e:
+        problems.append(f"docs/design.md: {e.strerror}: the layer map is read from there")
+        return order
+    m = re.search(r"^## The map.*?$(.*?)^## ", text, re.S | re.M)
+    for line in (m.group(1) if m else "").splitlines():
+        f = re.match(r"    ((?:common|launcher|worker)(?:/[a-z0-9_]+)*)/\s", line)
+        if f:
+            order.append(f.group(1))
+    if not order:
+        problems.append("docs/design.md: no folder list under '## The map'")
+    return order
+
+
+def read_may_call(folder):
+    """The folders a README's "May call:" line names (text in parentheses is a comment), or None."""
+    try:
+        text = open(os.path.join(folder, "README.md")).read()
+    except OSError:
+        return None
+    m = re.search(r"^May call:(.*?)(?:\n\s*\n|\Z)", text, re.S | re.M)
+    if not m:
+        return "missing"
+    body = m.group(1)
+    while re.search(r"\([^()]*\)", body):
+        body = re.sub(r"\([^()]*\)", " ", body)
+    return {p.rstrip("/") for p in re.findall(r"\b(?:common|launcher|worker)(?:/[a-z0-9_]+)*/", body)}
+
+
+def tokens(text):
+    return re.findall(r"[A-Za-z_]\w*|->|\S", text)
+
+
+def callbacks(src, text, funcs_here, global_owner, field_folders):
+    """[(function name, receiver: ('field'|'call', name))] for functions used other than by a call in src."""
+    toks = tokens(text)
+    out = []
+    for i, t in enumerate(toks):
+        if t not in funcs_here and t not in global_owner:
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        prev = toks[i - 1] if i else ""
+        if nxt == "(" or prev in (".", "->", "struct", "enum", "goto") or nxt == ":":
+            continue
+        j = i - 1
+        while j >= 0 and toks[j] == "&":
+            j -= 1
+        if j >= 0 and toks[j] == "=" and j >= 2 and toks[j - 2] in (".", "->"):
+            out.append((t, ("field", toks[j - 1])))
+            continue
+        if j >= 0 and toks[j] in (",", "("):
+            depth, k = 0, j
+            while k >= 0:
+                if toks[k] in (")", "]", "}"):
+                    depth += 1
+                elif toks[k] in ("(", "[", "{"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif toks[k] == ";" and depth == 0:
+                    k = -1
+                    break
+                k -= 1
+            if k > 0 and toks[k] == "(" and re.match(r"[A-Za-z_]\w*$", toks[k - 1]) and \
+                    toks[k - 1] not in C_KEYWORDS:
+                out.append((t, ("call", toks[k - 1])))
+    return out
+
+
+def fn_pointer_fields(files, folder_of):
+    """field name -> folders declaring a function-pointer member (or variable) of that name."""
+    typedefs, decls = set(), []
+    for f in files:
+        text = strip_c(open(f, errors="replace").read())
+        decls.append((f, text))
+        typedefs.update(re.findall(r"typedef[^;]*?\(\s*\*\s*(\w+)\s*\)\s*\(", text))
+    fields = {}
+    for f, text in decls:
+        names = re.findall(r"\(\s*\*\s*(\w+)\s*\)\s*\(", text)
+        if typedefs:
+            names += re.findall(r"\b(?:" + "|".join(sorted(typedefs)) + r")\s+\*?\s*(\w+)\s*[;,\[=]", text)
+        for n in names:
+            fields.setdefault(n, set()).add(folder_of[f])
+    return fields
 
 
 def sccs(graph):
-    """Tarjan's strongly connected components; returns those with more than one node."""
+    """Tarjan's strongly connected components; returns those with more than one node, or a node on itself."""
     index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
 
     def visit(v):
@@ -34,7 +257,7 @@ def sccs(graph):
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in graph.get(v, ()):
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -48,7 +271,7 @@ def sccs(graph):
                 comp.append(w)
                 if w == v:
                     break
-            if len(comp) > 1:
+            if len(comp) > 1 or v in graph.get(v, ()):
                 out.append(sorted(comp))
 
     sys.setrecursionlimit(10000)
@@ -59,49 +282,175 @@ def sccs(graph):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    root = os.path.join(sys.argv[1], "obj")
-    files = {}
-    for top in ("common", "launcher", "worker"):
-        for d, _, names in os.walk(os.path.join(root, top)):
-            for n in names:
-                src = os.path.relpath(os.path.join(d, n), root)[:-2] + ".c"
-                # objects of sources that were moved or removed since they were built do not count
-                if n.endswith(".o") and os.path.exists(src):
-                    files[src] = symbols(os.path.join(d, n))
+    build = sys.argv[1]
+    problems = []
+    files = source_files()
+    folder_of = {f: os.path.dirname(f) for f in files}
+    folders = sorted({folder_of[f] for f in files})
+    gen_folder = {os.path.basename(f)[:-len(".proto")] + ".pb-c.h": os.path.dirname(f)
+                  for top in ROOTS for d, _, ns in os.walk(top) for f in (os.path.join(d, n) for n in ns)
+                  if f.endswith(".proto")}
+
+    # edges[(a, b)] = [(kind, file, what, excepted)]
+    edges = {}
+
+    def add(a, b, kind, f, what):
+        key = (f, kind, what)
+        used.add(key) if key in EXCEPTIONS else None
+        edges.setdefault((a, b), []).append((kind, f, what, key in EXCEPTIONS))
+
+    used = set()
+    header_graph = {}
+    for f in files:
+        for ln, name in includes(f):
+            cands = [os.path.normpath(os.path.join(os.path.dirname(f), name))]
+            cands += [os.path.normpath(os.path.join(d, name)) for d in folders]
+            hits = []
+            for c in cands:
+                if os.path.isfile(c) and c not in hits:
+                    hits.append(c)
+            if not hits:
+                b = gen_folder.get(os.path.basename(name))
+                if b is None:
+                    problems.append(f"{f}:{ln}: includes \"{name}\", which is no file of the tree")
+                    continue
+            else:
+                if len(hits) > 1 and hits[0] != cands[0]:
+                    problems.append(f"{f}:{ln}: \"{name}\" names several headers ({', '.join(hits)}): rename one")
+                b = folder_of.get(hits[0], os.path.dirname(hits[0]))
+                if f.endswith(".h") and hits[0].endswith(".h"):
+                    header_graph.setdefault(f, set()).add(hits[0])
+            if b != folder_of[f]:
+                add(folder_of[f], b, "include", f, os.path.basename(name))
+
+    # symbols of the built objects
+    root = os.path.join(build, "obj")
+    obj_of = {f: os.path.join(root, f[:-2] + ".o") for f in files if f.endswith(".c")}
+    obj_of = {f: o for f, o in obj_of.items() if os.path.exists(o)}
+    syms = symbols(sorted(obj_of.values())) if obj_of else {}
+    objs = {f: syms[o] for f, o in obj_of.items()}
+    if not objs:
+        problems.append(f"{root}: no objects of this tree's sources: build it first (make)")
     owner = {}
-    for src, (defined, _) in files.items():
+    for f, (defined, _, _) in objs.items():
         for s in defined:
-            owner.setdefault(s, src)
-    graph = {src: set() for src in files}
-    for src, (_, undefined) in files.items():
+            owner.setdefault(s, f)
+    file_graph = {f: set() for f in objs}
+    for f, (_, undefined, _) in objs.items():
         for s in undefined:
-            dst = owner.get(s)
-            if dst and dst != src:
-                graph[src].add(dst)
-    folders = {}
-    for src, dsts in graph.items():
-        a = os.path.dirname(src)
-        folders.setdefault(a, set())
-        for dst in dsts:
-            b = os.path.dirname(dst)
-            if a != b:
-                folders[a].add(b)
-    bad = 0
-    for comp in sccs(graph):
-        bad = 1
-        print("file cycle: " + " <-> ".join(comp))
-    for comp in sccs(folders):
-        bad = 1
-        print("folder cycle: " + " <-> ".join(comp))
+            g = owner.get(s)
+            if g and g != f:
+                file_graph[f].add(g)
+                if folder_of[g] != folder_of[f]:
+                    add(folder_of[f], folder_of[g], "symbol", f, s)
+
+    # callbacks: runtime edges receiver -> the function's folder
+    global_funcs = {s: f for f, (d, _, fn) in objs.items() for s in d & fn}
+    fields = fn_pointer_fields(files, folder_of)
+    cb_edges = []   # (receiver folder, function folder, registrant file, function, receiver)
+    for f, (_, _, fn) in objs.items():
+        text = strip_c(open(f, errors="replace").read())
+        text = re.sub(r"^\s*#\s*include.*$", "", text, flags=re.M)
+        for name, (how, rname) in callbacks(f, text, fn, global_funcs, fields):
+            a = folder_of[global_funcs[name]] if name not in fn and name in global_funcs else folder_of[f]
+            if how == "field":
+                recv = fields.get(rname, set())
+                if len(recv) != 1:
+                    continue  # not a function-pointer field, or one name in several folders: cannot tell
+                b = next(iter(recv))
+            else:
+                h = global_funcs.get(rname)
+                if not h:
+                    continue  # a library's function (zmq_poll, qsort) or a macro
+                b = folder_of[h]
+            if b != a:
+                cb_edges.append((b, a, f, name, f"{how} {rname}"))
+
+    order = read_map(problems)
+    rank = {d: i for i, d in enumerate(order)}
+    for d in folders:
+        if order and d not in rank:
+            problems.append(f"{d}/: not in docs/design.md's map: add it where it belongs")
+
+    def down(a, b):
+        return a in rank and b in rank and rank[a] < rank[b]
+
+    for (a, b), es in sorted(edges.items()):
+        for kind, f, what, exc in es:
+            if exc:
+                continue
+            if order and not down(a, b) and a in rank and b in rank:
+                problems.append(f"{f}: {kind} {what} ({b}/): against the map: docs/design.md lists {b}/ "
+                                f"above {a}/")
+            for ra, rb, why in RULES:
+                if under(a, ra) and under(b, rb):
+                    problems.append(f"{f}: {kind} {what} ({b}/): breaks the rule \"{why}\"")
+    runtime = {}
+    for b, a, f, name, how in cb_edges:
+        registrant = folder_of[f]
+        if down(b, a) or (registrant == a and down(a, b)):
+            continue
+        problems.append(f"{f}: {name} ({a}/) handed to {b}/ ({how}): {b}/ would call {a}/ against the map")
+        runtime.setdefault(b, set()).add(a)
+
+    # cycles
+    fgraph = {d: set() for d in folders}
+    for (a, b), es in edges.items():
+        if any(not exc for _, _, _, exc in es):
+            fgraph[a].add(b)
+    for a, bs in runtime.items():
+        fgraph[a] |= bs
+    for comp in sccs(fgraph):
+        problems.append("folder cycle: " + " <-> ".join(c + "/" for c in comp))
+    for comp in sccs(file_graph):
+        problems.append("file cycle (symbols): " + " <-> ".join(comp))
+    for comp in sccs(header_graph):
+        problems.append("header cycle (includes): " + " <-> ".join(comp))
+
+    # README "May call:" lines
+    deps = {d: set() for d in folders}
+    for (a, b) in edges:
+        deps[a].add(b)
+    for d in folders:
+        said = read_may_call(d)
+        if said is None:
+            continue  # no README (layout.t says which folders need one)
+        if said == "missing":
+            problems.append(f"{d}/README.md: no \"May call:\" line (say which folders its code may call)")
+            continue
+        extra, missing = sorted(said - deps[d]), sorted(deps[d] - said)
+        if extra or missing:
+            msg = f"{d}/README.md: \"May call:\" disagrees with the code:"
+            if missing:
+                msg += " the code also calls " + ", ".join(m + "/" for m in missing) + " (" + "; ".join(
+                    f"{es[0][1]}: {es[0][0]} {es[0][2]}" for es in (edges[(d, m)] for m in missing)) + ")"
+            if extra:
+                msg += " it names " + ", ".join(m + "/" for m in extra) + ", which the code does not call"
+            problems.append(msg)
+
+    for key in sorted(set(EXCEPTIONS) - used):
+        problems.append(f"scripts/layers.py: exception {key} matches nothing any more: remove it")
+
     if "--graph" in sys.argv:
-        for a in sorted(folders):
-            print(f"{a} -> {', '.join(sorted(folders[a])) or '(nothing)'}")
-    if not bad:
-        print(f"no cycles among {len(graph)} files in {len(folders)} folders")
-    return bad
+        for a in folders:
+            outs = sorted(b for (x, b) in edges if x == a)
+            print(f"{a}/ -> " + (", ".join(
+                f"{b}/ ({'+'.join(sorted({k for k, _, _, _ in edges[(a, b)]}))}"
+                f"{', excepted' if all(e for *_, e in edges[(a, b)]) else ''})" for b in outs) or "(nothing)"))
+        for b, a, f, name, how in sorted(set(cb_edges)):
+            print(f"callback: {b}/ calls {a}/'s {name} ({how}, registered in {f})")
+        for key, (why, fix) in sorted(EXCEPTIONS.items()):
+            print(f"exception: {key[0]}: {key[1]} {key[2]}: {why}; removed by {fix}")
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    print(f"layers: {len(files)} files in {len(folders)} folders: no cycle, every edge down the map and within the "
+          f"rules, every README's May call true ({len(cb_edges)} callbacks, {len(EXCEPTIONS)} known exceptions)")
+    return 0
 
 
 if __name__ == "__main__":
