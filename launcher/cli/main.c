@@ -160,7 +160,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    /* The monitor's sampler, exec'ed by the agent (launcher/monitor/mon_sampler.c); not for users. */
+    /* The monitor's sampler, exec'ed by the agent (launcher/monitor/sampling/mon_sampler.c); not for users. */
     if (argc > 1 && strcmp(argv[1], "__monitor") == 0)
         return mon_sampler_main(argc - 1, argv + 1);
     /* Stacks of hung workers, exec'ed by the agent (launcher/hang/hang_stacks.c); not for users. */

@@ -6,7 +6,7 @@
 #include "hang_json.h"
 #include "hang_proc.h"
 #include "hang_pyspy.h"
-#include "hang_stack.h"
+#include "hang_capture.h"
 #include "loop.h"
 #include "util.h"
 
@@ -78,10 +78,10 @@ static void s_capture(struct s_stacks *s, struct s_kid *k, int fd)
     /* Its own deadline comes a little before the one it is killed at, so that it can say what ran late. */
     int64_t now = hang_proc_now_ms(), span = k->deadline_ms - now;
     int64_t own = k->deadline_ms - (span / 10 < 200 ? span / 10 : 200);
-    struct hang_stack_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own,
-                                 .stop_ms = (int)s->stop_ms };
+    struct hang_capture_opts o = { .deadline_ms = s->pyspy[0] ? now + (own - now) * 2 / 3 : own,
+                                   .stop_ms = (int)s->stop_ms };
     int py[HANG_TREE_MAX];
-    int npy = hang_stack_capture(s->have_dw ? &s->dw : NULL, s->dw_err, k->root, &o, s_emit, &fd, py);
+    int npy = hang_capture_tree(s->have_dw ? &s->dw : NULL, s->dw_err, k->root, &o, s_emit, &fd, py);
     for (int i = 0; s->pyspy[0] && i < npy; i++) {
         struct hang_trace *t = hang_trace_new();
         struct hang_proc *p = t ? hang_trace_add_proc(t, py[i], 0, k->root) : NULL;

@@ -56,10 +56,10 @@ rm -f launcher/hang/hang_planted.c build/obj/launcher/hang/hang_planted.o
 
 # A hidden call: the supervisor's function handed to hang/ by a third part, so hang/ would call up at run time.
 printf '%s\n' '/* cli_planted: a callback the layer map forbids. */' 'int output_open_logs(void *job, char *err, long len);' \
-    'int hang_stack_capture(int pid, int stop_ms, int (*emit)(void *, char *, long), void *arg);' \
-    'int cli_planted(void) { return hang_stack_capture(1, 1, output_open_logs, 0); }' >launcher/cli/cli_planted.c
+    'int hang_capture_tree(int pid, int stop_ms, int (*emit)(void *, char *, long), void *arg);' \
+    'int cli_planted(void) { return hang_capture_tree(1, 1, output_open_logs, 0); }' >launcher/cli/cli_planted.c
 cc -c -o build/obj/launcher/cli/cli_planted.o launcher/cli/cli_planted.c
 out=$(python3 scripts/layers.py build 2>&1)
-like "$out" "^launcher/cli/cli_planted.c: output_open_logs \(launcher/supervisor/\) handed to launcher/hang/ \(call hang_stack_capture\): launcher/hang/ would call launcher/supervisor/ against the map" \
+like "$out" "^launcher/cli/cli_planted.c: output_open_logs \(launcher/supervisor/\) handed to launcher/hang/ \(call hang_capture_tree\): launcher/hang/ would call launcher/supervisor/ against the map" \
     "a planted callback that hides a call up the map is caught (from the sources)"
 done_testing

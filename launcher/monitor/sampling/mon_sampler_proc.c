@@ -1,4 +1,4 @@
-/* mon_sampler_main: the sampler process (`plaunch __monitor`): one request at a time from stdin, one answer each on
+/* mon_sampler_proc: the sampler process (`plaunch __monitor`): one request at a time from stdin, one answer each on
  * stdout (frames of mon_wire.h); NVML, /proc and the preflight checks are its only work. */
 #include "mon_sampler.h"
 

@@ -1,6 +1,6 @@
-/* hang_stack: tree walk under ptrace, libdwfl unwinding and symbolisation (cached per pc), parts emitted as they
+/* hang_capture: tree walk under ptrace, libdwfl unwinding and symbolisation (cached per pc), parts emitted as they
  * are done so that a capture killed at its deadline has already given what it found. */
-#include "hang_stack.h"
+#include "hang_capture.h"
 
 #include "hang_proc.h"
 
@@ -105,7 +105,7 @@ static struct hang_proc *s_header(struct hang_trace *t, int pid, int ppid, int r
     return p;
 }
 
-static int s_emit(struct hang_trace **part, hang_stack_emit_fn emit, void *arg)
+static int s_emit(struct hang_trace **part, hang_capture_emit_fn emit, void *arg)
 {
     int rc = emit(*part, arg);
     hang_trace_destroy(part);
@@ -114,7 +114,7 @@ static int s_emit(struct hang_trace **part, hang_stack_emit_fn emit, void *arg)
 
 /* One thread of a held process: its /proc facts, its frames or why there are none. */
 static int s_thread(const struct hang_dw *dw, Dwfl *dwfl, const struct hang_hold *h, int i, const char *dwfl_err,
-                    int64_t deadline_ms, struct s_sym *cache, hang_stack_emit_fn emit, void *arg)
+                    int64_t deadline_ms, struct s_sym *cache, hang_capture_emit_fn emit, void *arg)
 {
     char buf[HANG_ERR_MAX], name[64], state[2] = "?";
     int tid = h->tid[i];
@@ -146,7 +146,7 @@ static int s_thread(const struct hang_dw *dw, Dwfl *dwfl, const struct hang_hold
 
 /* Unwinds every thread of a held process, then lets it go (before libdwfl's clean-up, which can take a while). */
 static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, struct hang_hold *h, int64_t deadline_ms,
-                         hang_stack_emit_fn emit, void *arg)
+                         hang_capture_emit_fn emit, void *arg)
 {
     char *debuginfo_path = NULL;
     const Dwfl_Callbacks cb = { .find_elf = dw ? dw->proc_find_elf : NULL,
@@ -181,8 +181,8 @@ static int s_unwind_proc(const struct hang_dw *dw, const char *dw_err, struct ha
     return rc;
 }
 
-int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, const struct hang_stack_opts *o,
-                       hang_stack_emit_fn emit, void *arg, int *py_pids)
+int hang_capture_tree(const struct hang_dw *dw, const char *dw_err, int root, const struct hang_capture_opts *o,
+                      hang_capture_emit_fn emit, void *arg, int *py_pids)
 {
     static struct hang_hold held[HANG_TREE_MAX];
     int pids[HANG_TREE_MAX], parents[HANG_TREE_MAX], nq = 1, nheld = 0, npy = 0, rc = 0;

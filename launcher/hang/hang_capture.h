@@ -1,8 +1,8 @@
-/* hang_stack: the native stacks of a worker's process tree: every process held stopped under ptrace (hang_proc),
+/* hang_capture: the native stacks of a worker's process tree: every process held stopped under ptrace (hang_proc),
  * every thread unwound with libdwfl (hang_dw): function names, source file:line where debug information exists,
  * else module + offset. Runs in a `plaunch __stacks` capture process, one per worker, which exits right after. */
-#ifndef PLAUNCH_HANG_STACK_H
-#define PLAUNCH_HANG_STACK_H
+#ifndef PLAUNCH_HANG_CAPTURE_H
+#define PLAUNCH_HANG_CAPTURE_H
 
 #include <stdint.h>
 
@@ -11,9 +11,9 @@
 
 /* Takes one part of the capture: a trace of one process holding its header and at most one thread (the part is
  * destroyed after the call). Returns 0, or -1 to stop the capture. */
-typedef int (*hang_stack_emit_fn)(struct hang_trace *part, void *arg);
+typedef int (*hang_capture_emit_fn)(struct hang_trace *part, void *arg);
 
-struct hang_stack_opts {
+struct hang_capture_opts {
     int64_t deadline_ms; /* hang_proc_now_ms() past which no more frames are read */
     int stop_ms;         /* how long the threads of one process may take to stop (uninterruptible ones never do) */
 };
@@ -23,7 +23,7 @@ struct hang_stack_opts {
  * as it is unwound, through emit. dw may be NULL (no libdw: headers, threads' states and the reason only). The
  * CPython processes' pids go into py_pids (at most HANG_TREE_MAX); their count. Every held thread is let go
  * before it returns. */
-int hang_stack_capture(const struct hang_dw *dw, const char *dw_err, int root, const struct hang_stack_opts *o,
-                       hang_stack_emit_fn emit, void *arg, int *py_pids);
+int hang_capture_tree(const struct hang_dw *dw, const char *dw_err, int root, const struct hang_capture_opts *o,
+                      hang_capture_emit_fn emit, void *arg, int *py_pids);
 
 #endif
