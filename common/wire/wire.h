@@ -138,10 +138,4 @@ char *wire_assign_endpoints(const Plaunch__Assign *assign, char *err, size_t err
 int wire_assign_endpoint(const Plaunch__Assign *assign, uint32_t rank, char *buf, size_t len, char *err,
                          size_t errlen);
 
-/* Halves of wire_check used by wire_decode: the envelope's own fields; the body against `allowed`. */
-int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen);
-int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t errlen);
-/* Formats a message into err[errlen] when err is not NULL; returns -1. */
-int wire_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 #endif

@@ -1,6 +1,6 @@
 /* wire_check: the bound of every field of every message and the cross-field rules (names and the error formatter:
  * wire_names.c; the peer's version and job: wire_peer.c). */
-#include "wire.h"
+#include "wire_priv.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
