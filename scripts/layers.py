@@ -17,7 +17,8 @@ and fails (exit 1) on
     below (the lower folder calls up only through what it was handed), or when it goes down the map;
   - an edge that breaks one of RULES below, whatever the map says;
   - a folder README.md whose "May call:" line does not list exactly the folders that folder's code depends on;
-  - an entry of EXCEPTIONS that no longer matches any edge (remove it: the violation is gone).
+  - a folder of more than MAX_SOURCES sources, a private header (*_priv.h) of more than MAX_PRIV_LINES lines;
+  - an entry of EXCEPTIONS or SIZE_EXCEPTIONS that no longer matches (remove it: the violation is gone).
 Edges listed in EXCEPTIONS (known violations, each with its reason and the issue item that removes it) are
 reported with --graph but do not fail the check, so it passes today and fails on any new violation.
 --graph prints the folder graph with each edge's kinds.
@@ -80,6 +81,14 @@ EXCEPTIONS = {
         "coordinator knows a node-local file", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
     ("coord_end.c", "symbol", "errfile_path"): (
         "as above", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
+}
+
+# Sizes (docs/design.md): a folder names one concept, so it holds at most MAX_SOURCES sources (.c, .cu); a private
+# header (*_priv.h) shared inside a folder stays under MAX_PRIV_LINES lines. Known excesses, as EXCEPTIONS above:
+MAX_SOURCES, MAX_PRIV_LINES = 14, 150
+SIZE_EXCEPTIONS = {
+    "launcher/coord": "20 sources; issue 26 items 1 and 5 split the coordinator into its components' folders",
+    "coord_priv.h": "362 lines, the coordinator as one struct; issue 26 item 1 gives each component its own header",
 }
 
 C_KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "case", "do", "else", "typeof", "__typeof__",
@@ -438,6 +447,28 @@ def main():
                 msg += " it names " + ", ".join(m + "/" for m in extra) + ", which the code does not call"
             problems.append(msg)
 
+    nsrc = {}
+    for f in files:
+        if f.endswith((".c", ".cu")):
+            nsrc[folder_of[f]] = nsrc.get(folder_of[f], 0) + 1
+    for d, n in sorted(nsrc.items()):
+        if n > MAX_SOURCES:
+            if d in SIZE_EXCEPTIONS:
+                used.add(d)
+            else:
+                problems.append(f"{d}/: {n} sources, more than {MAX_SOURCES}: split it into folders that name "
+                                f"its concepts")
+    for f in files:
+        if f.endswith("_priv.h"):
+            n = sum(1 for _ in open(f, errors="replace"))
+            if n > MAX_PRIV_LINES:
+                if os.path.basename(f) in SIZE_EXCEPTIONS:
+                    used.add(os.path.basename(f))
+                else:
+                    problems.append(f"{f}: {n} lines, more than {MAX_PRIV_LINES} for a private header: give "
+                                    f"its parts their own headers")
+    for key in sorted(set(SIZE_EXCEPTIONS) - used):
+        problems.append(f"scripts/layers.py: size exception {key!r} matches nothing any more: remove it")
     for key in sorted(set(EXCEPTIONS) - used):
         problems.append(f"scripts/layers.py: exception {key} matches nothing any more: remove it")
 
