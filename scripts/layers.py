@@ -291,39 +291,40 @@ def sccs(graph):
     return out
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    build = sys.argv[1]
-    problems = []
-    files = source_files()
-    folder_of = {f: os.path.dirname(f) for f in files}
-    seen = {}
-    for f in files:
-        if os.path.basename(f) in seen:
-            problems.append(f"{f} and {seen[os.path.basename(f)]}: two source files of one name (includes by name "
-                            f"and EXCEPTIONS would be ambiguous): rename one")
-        seen.setdefault(os.path.basename(f), f)
-    folders = sorted({folder_of[f] for f in files})
-    gen_folder = {os.path.basename(f)[:-len(".proto")] + ".pb-c.h": os.path.dirname(f)
-                  for top in ROOTS for d, _, ns in os.walk(top) for f in (os.path.join(d, n) for n in ns)
-                  if f.endswith(".proto")}
+class Tree:
+    """The sources, their folders and the edges found between folders: edges[(a, b)] = [(kind, file, what,
+    excepted)]; used holds the exception keys that matched; problems what the checks found."""
 
-    # edges[(a, b)] = [(kind, file, what, excepted)]
-    edges = {}
+    def __init__(self, build):
+        self.build = build
+        self.problems = []
+        self.files = source_files()
+        self.folder_of = {f: os.path.dirname(f) for f in self.files}
+        self.folders = sorted(set(self.folder_of.values()))
+        self.edges, self.used = {}, set()
+        seen = {}
+        for f in self.files:
+            other = seen.setdefault(os.path.basename(f), f)
+            if other != f:
+                self.problems.append(f"{f} and {other}: two source files of one name (includes by name and "
+                                     f"EXCEPTIONS would be ambiguous): rename one")
 
-    def add(a, b, kind, f, what):
+    def add(self, a, b, kind, f, what):
         key = (os.path.basename(f), kind, what)
-        used.add(key) if key in EXCEPTIONS else None
-        edges.setdefault((a, b), []).append((kind, f, what, key in EXCEPTIONS))
+        if key in EXCEPTIONS:
+            self.used.add(key)
+        self.edges.setdefault((a, b), []).append((kind, f, what, key in EXCEPTIONS))
 
-    used = set()
+
+def read_includes(t):
+    """Include edges; returns the graph of headers including headers."""
+    gen_folder = {n[:-len(".proto")] + ".pb-c.h": d for top in ROOTS for d, _, ns in os.walk(top) for n in ns
+                  if n.endswith(".proto")}
     header_graph = {}
-    for f in files:
+    for f in t.files:
         for ln, name in includes(f):
             cands = [os.path.normpath(os.path.join(os.path.dirname(f), name))]
-            cands += [os.path.normpath(os.path.join(d, name)) for d in folders]
+            cands += [os.path.normpath(os.path.join(d, name)) for d in t.folders]
             hits = []
             for c in cands:
                 if os.path.isfile(c) and c not in hits:
@@ -331,25 +332,28 @@ def main():
             if not hits:
                 b = gen_folder.get(os.path.basename(name))
                 if b is None:
-                    problems.append(f"{f}:{ln}: includes \"{name}\", which is no file of the tree")
+                    t.problems.append(f"{f}:{ln}: includes \"{name}\", which is no file of the tree")
                     continue
             else:
                 if len(hits) > 1 and hits[0] != cands[0]:
-                    problems.append(f"{f}:{ln}: \"{name}\" names several headers ({', '.join(hits)}): rename one")
-                b = folder_of.get(hits[0], os.path.dirname(hits[0]))
+                    t.problems.append(f"{f}:{ln}: \"{name}\" names several headers ({', '.join(hits)}): rename one")
+                b = t.folder_of.get(hits[0], os.path.dirname(hits[0]))
                 if f.endswith(".h") and hits[0].endswith(".h"):
                     header_graph.setdefault(f, set()).add(hits[0])
-            if b != folder_of[f]:
-                add(folder_of[f], b, "include", f, os.path.basename(name))
+            if b != t.folder_of[f]:
+                t.add(t.folder_of[f], b, "include", f, os.path.basename(name))
+    return header_graph
 
-    # symbols of the built objects
-    root = os.path.join(build, "obj")
-    obj_of = {f: os.path.join(root, f[:-2] + ".o") for f in files if f.endswith(".c")}
+
+def read_symbols(t):
+    """Symbol edges; returns {source: (defined, undefined, functions)} and the graph of files calling files."""
+    root = os.path.join(t.build, "obj")
+    obj_of = {f: os.path.join(root, f[:-2] + ".o") for f in t.files if f.endswith(".c")}
     obj_of = {f: o for f, o in obj_of.items() if os.path.exists(o)}
     syms = symbols(sorted(obj_of.values())) if obj_of else {}
     objs = {f: syms[o] for f, o in obj_of.items()}
     if not objs:
-        problems.append(f"{root}: no objects of this tree's sources: build it first (make)")
+        t.problems.append(f"{root}: no objects of this tree's sources: build it first (make)")
     owner = {}
     for f, (defined, _, _) in objs.items():
         for s in defined:
@@ -360,18 +364,21 @@ def main():
             g = owner.get(s)
             if g and g != f:
                 file_graph[f].add(g)
-                if folder_of[g] != folder_of[f]:
-                    add(folder_of[f], folder_of[g], "symbol", f, s)
+                if t.folder_of[g] != t.folder_of[f]:
+                    t.add(t.folder_of[f], t.folder_of[g], "symbol", f, s)
+    return objs, file_graph
 
-    # callbacks: runtime edges receiver -> the function's folder
+
+def read_callbacks(t, objs):
+    """[(receiver folder, the function's folder, registering file, function, how)] across folders."""
     global_funcs = {s: f for f, (d, _, fn) in objs.items() for s in d & fn}
-    fields = fn_pointer_fields(files, folder_of)
-    cb_edges = []   # (receiver folder, function folder, registrant file, function, receiver)
+    fields = fn_pointer_fields(t.files, t.folder_of)
+    out = []
     for f, (_, _, fn) in objs.items():
         text = strip_c(open(f, errors="replace").read())
         text = re.sub(r"^\s*#\s*include.*$", "", text, flags=re.M)
         for name, (how, rname) in callbacks(f, text, fn, global_funcs, fields):
-            a = folder_of[global_funcs[name]] if name not in fn and name in global_funcs else folder_of[f]
+            a = t.folder_of[global_funcs[name]] if name not in fn and name in global_funcs else t.folder_of[f]
             if how == "field":
                 recv = fields.get(rname, set())
                 if len(recv) != 1:
@@ -381,113 +388,132 @@ def main():
                 h = global_funcs.get(rname)
                 if not h:
                     continue  # a library's function (zmq_poll, qsort) or a macro
-                b = folder_of[h]
+                b = t.folder_of[h]
             if b != a:
-                cb_edges.append((b, a, f, name, f"{how} {rname}"))
+                out.append((b, a, f, name, f"{how} {rname}"))
+    return out
 
-    order = read_map(problems)
+
+def check_order(t, cb_edges):
+    """The map's order and RULES; returns the callbacks that call up unasked (edges of the folder graph)."""
+    order = read_map(t.problems)
     rank = {d: i for i, d in enumerate(order)}
-    for d in folders:
+    for d in t.folders:
         if order and d not in rank:
-            problems.append(f"{d}/: not in docs/design.md's map: add it where it belongs")
+            t.problems.append(f"{d}/: not in docs/design.md's map: add it where it belongs")
 
     def down(a, b):
         return a in rank and b in rank and rank[a] < rank[b]
 
-    for (a, b), es in sorted(edges.items()):
+    for (a, b), es in sorted(t.edges.items()):
         for kind, f, what, exc in es:
             if exc:
                 continue
-            if order and not down(a, b) and a in rank and b in rank:
-                problems.append(f"{f}: {kind} {what} ({b}/): against the map: docs/design.md lists {b}/ "
-                                f"above {a}/")
+            if a in rank and b in rank and not down(a, b):
+                t.problems.append(f"{f}: {kind} {what} ({b}/): against the map: docs/design.md lists {b}/ above {a}/")
             for ra, rb, why in RULES:
                 if under(a, ra) and under(b, rb):
-                    problems.append(f"{f}: {kind} {what} ({b}/): breaks the rule \"{why}\"")
+                    t.problems.append(f"{f}: {kind} {what} ({b}/): breaks the rule \"{why}\"")
     runtime = {}
     for b, a, f, name, how in cb_edges:
-        registrant = folder_of[f]
-        if down(b, a) or (registrant == a and down(a, b)):
+        # fine: a call down the map, or the folder above handing its own function to the folder below
+        if down(b, a) or (t.folder_of[f] == a and down(a, b)):
             continue
-        problems.append(f"{f}: {name} ({a}/) handed to {b}/ ({how}): {b}/ would call {a}/ against the map")
+        t.problems.append(f"{f}: {name} ({a}/) handed to {b}/ ({how}): {b}/ would call {a}/ against the map")
         runtime.setdefault(b, set()).add(a)
+    return runtime
 
-    # cycles
-    fgraph = {d: set() for d in folders}
-    for (a, b), es in edges.items():
-        if any(not exc for _, _, _, exc in es):
+
+def check_cycles(t, runtime, file_graph, header_graph):
+    fgraph = {d: set() for d in t.folders}
+    for (a, b), es in t.edges.items():
+        if any(not exc for *_, exc in es):
             fgraph[a].add(b)
     for a, bs in runtime.items():
         fgraph[a] |= bs
     for comp in sccs(fgraph):
-        problems.append("folder cycle: " + " <-> ".join(c + "/" for c in comp))
+        t.problems.append("folder cycle: " + " <-> ".join(c + "/" for c in comp))
     for comp in sccs(file_graph):
-        problems.append("file cycle (symbols): " + " <-> ".join(comp))
+        t.problems.append("file cycle (symbols): " + " <-> ".join(comp))
     for comp in sccs(header_graph):
-        problems.append("header cycle (includes): " + " <-> ".join(comp))
+        t.problems.append("header cycle (includes): " + " <-> ".join(comp))
 
-    # README "May call:" lines
-    deps = {d: set() for d in folders}
-    for (a, b) in edges:
+
+def check_readmes(t):
+    deps = {d: set() for d in t.folders}
+    for (a, b) in t.edges:
         deps[a].add(b)
-    for d in folders:
+    for d in t.folders:
         said = read_may_call(d)
         if said is None:
             continue  # no README (layout.t says which folders need one)
         if said == "missing":
-            problems.append(f"{d}/README.md: no \"May call:\" line (say which folders its code may call)")
+            t.problems.append(f"{d}/README.md: no \"May call:\" line (say which folders its code may call)")
             continue
         extra, missing = sorted(said - deps[d]), sorted(deps[d] - said)
         if extra or missing:
             msg = f"{d}/README.md: \"May call:\" disagrees with the code:"
             if missing:
                 msg += " the code also calls " + ", ".join(m + "/" for m in missing) + " (" + "; ".join(
-                    f"{es[0][1]}: {es[0][0]} {es[0][2]}" for es in (edges[(d, m)] for m in missing)) + ")"
+                    f"{es[0][1]}: {es[0][0]} {es[0][2]}" for es in (t.edges[(d, m)] for m in missing)) + ")"
             if extra:
                 msg += " it names " + ", ".join(m + "/" for m in extra) + ", which the code does not call"
-            problems.append(msg)
+            t.problems.append(msg)
 
+
+def check_sizes(t):
     nsrc = {}
-    for f in files:
+    for f in t.files:
         if f.endswith((".c", ".cu")):
-            nsrc[folder_of[f]] = nsrc.get(folder_of[f], 0) + 1
+            nsrc[t.folder_of[f]] = nsrc.get(t.folder_of[f], 0) + 1
     for d, n in sorted(nsrc.items()):
-        if n > MAX_SOURCES:
-            if d in SIZE_EXCEPTIONS:
-                used.add(d)
-            else:
-                problems.append(f"{d}/: {n} sources, more than {MAX_SOURCES}: split it into folders that name "
-                                f"its concepts")
-    for f in files:
-        if f.endswith("_priv.h"):
-            n = sum(1 for _ in open(f, errors="replace"))
-            if n > MAX_PRIV_LINES:
-                if os.path.basename(f) in SIZE_EXCEPTIONS:
-                    used.add(os.path.basename(f))
-                else:
-                    problems.append(f"{f}: {n} lines, more than {MAX_PRIV_LINES} for a private header: give "
-                                    f"its parts their own headers")
-    for key in sorted(set(SIZE_EXCEPTIONS) - used):
-        problems.append(f"scripts/layers.py: size exception {key!r} matches nothing any more: remove it")
-    for key in sorted(set(EXCEPTIONS) - used):
-        problems.append(f"scripts/layers.py: exception {key} matches nothing any more: remove it")
+        if n > MAX_SOURCES and d in SIZE_EXCEPTIONS:
+            t.used.add(d)
+        elif n > MAX_SOURCES:
+            t.problems.append(f"{d}/: {n} sources, more than {MAX_SOURCES}: split it into folders that name its "
+                              f"concepts")
+    for f in t.files:
+        n = sum(1 for _ in open(f, errors="replace")) if f.endswith("_priv.h") else 0
+        if n > MAX_PRIV_LINES and os.path.basename(f) in SIZE_EXCEPTIONS:
+            t.used.add(os.path.basename(f))
+        elif n > MAX_PRIV_LINES:
+            t.problems.append(f"{f}: {n} lines, more than {MAX_PRIV_LINES} for a private header: give its parts "
+                              f"their own headers")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    t = Tree(sys.argv[1])
+    header_graph = read_includes(t)
+    objs, file_graph = read_symbols(t)
+    cb_edges = read_callbacks(t, objs)
+    runtime = check_order(t, cb_edges)
+    check_cycles(t, runtime, file_graph, header_graph)
+    check_readmes(t)
+    check_sizes(t)
+    for key in sorted(set(SIZE_EXCEPTIONS) - t.used):
+        t.problems.append(f"scripts/layers.py: size exception {key!r} matches nothing any more: remove it")
+    for key in sorted(set(EXCEPTIONS) - t.used):
+        t.problems.append(f"scripts/layers.py: exception {key} matches nothing any more: remove it")
 
     if "--graph" in sys.argv:
-        for a in folders:
-            outs = sorted(b for (x, b) in edges if x == a)
+        for a in t.folders:
+            outs = sorted(b for (x, b) in t.edges if x == a)
             print(f"{a}/ -> " + (", ".join(
-                f"{b}/ ({'+'.join(sorted({k for k, _, _, _ in edges[(a, b)]}))}"
-                f"{', excepted' if all(e for *_, e in edges[(a, b)]) else ''})" for b in outs) or "(nothing)"))
+                f"{b}/ ({'+'.join(sorted({k for k, *_ in t.edges[(a, b)]}))}"
+                f"{', excepted' if all(e for *_, e in t.edges[(a, b)]) else ''})" for b in outs) or "(nothing)"))
         for b, a, f, name, how in sorted(set(cb_edges)):
             print(f"callback: {b}/ calls {a}/'s {name} ({how}, registered in {f})")
         for key, (why, fix) in sorted(EXCEPTIONS.items()):
             print(f"exception: {key[0]}: {key[1]} {key[2]}: {why}; removed by {fix}")
-    for p in problems:
+    for p in t.problems:
         print(p)
-    if problems:
+    if t.problems:
         return 1
-    print(f"layers: {len(files)} files in {len(folders)} folders: no cycle, every edge down the map and within the "
-          f"rules, every README's May call true ({len(cb_edges)} callbacks, {len(EXCEPTIONS)} known exceptions)")
+    print(f"layers: {len(t.files)} files in {len(t.folders)} folders: no cycle, every edge down the map and within "
+          f"the rules, every README's May call true ({len(cb_edges)} callbacks, {len(EXCEPTIONS)} known exceptions)")
     return 0
 
 
