@@ -53,6 +53,7 @@ struct agent_stacks {
     int st_timer;
     enum as_state st;
     uint64_t abort_until_ns;
+    int abort;                /* this collection ends the CPython ranks for their tracebacks (not a warning's) */
     struct as_worker *w;
     int nw;
 };
@@ -245,10 +246,10 @@ static void s_abort_phase(agent_stacks_t *h)
         if (h->w[i].in)
             s_drop_capture(h, &h->w[i]);
     h->st = AS_ABORT;
-    if (h->hold)
+    if (h->hold && h->abort)
         h->hold(h->arg, 1);
     int any = 0;
-    for (int i = 0; i < h->nw; i++) {
+    for (int i = 0; h->abort && i < h->nw; i++) {
         struct as_worker *w = &h->w[i];
         const struct worker *wk = &h->job->workers[i];
         if (w->in && wk->state == W_RUNNING && wk->pid == w->pid) {
@@ -288,7 +289,7 @@ static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct wor
                              : "no answer from plaunch __stacks in time");
         t = hang_trace_new();
     }
-    if (t && wk->log_fd >= 0 && hang_pytb_attach_fd(t, (int)w->pid, wk->log_fd, AS_TAIL, err, sizeof err) < 0 &&
+    if (t && h->abort && wk->log_fd >= 0 && hang_pytb_attach_fd(t, (int)w->pid, wk->log_fd, AS_TAIL, err, sizeof err) < 0 &&
         !who.error[0])
         snprintf(who.error, sizeof who.error, "Python tracebacks: %s", err);
     char *json = t ? hang_json_encode(t, &who, AS_SEND_MAX) : NULL;
@@ -321,7 +322,7 @@ static void s_send_all(agent_stacks_t *h)
     snprintf(done, sizeof done, "{\"n\":%d}", n);
     h->send(h->arg, "stacks-done", done, strlen(done));
     h->st = AS_IDLE;
-    if (h->hold)
+    if (h->hold && h->abort)
         h->hold(h->arg, 0);
 }
 
@@ -333,6 +334,8 @@ void agent_stacks_request(agent_stacks_t *h, const char *json, size_t len)
     json_t *doc = json_loadb(json, len, 0, &e), *dl = json_object_get(doc, "deadline_ms");
     int deadline = json_is_integer(dl) && json_integer_value(dl) >= 1000 && json_integer_value(dl) <= 600000
                        ? (int)json_integer_value(dl) : 6000;
+    /* "abort": false asks for the stacks of a job that goes on (a warning): no SIGABRT, nothing ends */
+    h->abort = !json_is_false(json_object_get(doc, "abort"));
     json_decref(doc);
     int native_ms = deadline / 2 > 3000 ? 3000 : deadline / 2, n = 0;
     h->st = AS_NATIVE;

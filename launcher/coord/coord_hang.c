@@ -46,6 +46,7 @@ struct coord_hang {
     int nr;
     char why[512];
     int odd;                          /* the rank the verdict names, -1 none */
+    int warn;                         /* this collection only warns: the job goes on (silence without steps) */
     int waiting;                      /* members that have not said "stacks-done" */
     char **stacks;                    /* by rank, the JSON its agent sent */
     size_t stacks_bytes;
@@ -201,10 +202,11 @@ int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep
 
 static void s_request_stacks(coord_server_t *cs, struct coord_hang *h)
 {
-    char json[96];
+    char json[128];
     wire_msg_t m;
     Plaunch__Report r = PLAUNCH__REPORT__INIT;
-    snprintf(json, sizeof json, "{\"gen\":%u,\"deadline_ms\":%d}", cs->generation, HANG_COLLECT_MS);
+    snprintf(json, sizeof json, "{\"gen\":%u,\"deadline_ms\":%d,\"abort\":%s}", cs->generation, HANG_COLLECT_MS,
+             h->warn ? "false" : "true");
     r.kind = "stacks-request";
     r.json.data = (uint8_t *)json;
     r.json.len = strlen(json);
@@ -306,10 +308,23 @@ static int s_tick(loop_t *loop, int id, void *arg)
         return 0;
     h->odd = odd < h->nr ? odd : -1;
     h->st = HS_COLLECT;
-    cs->hang_busy = 1; /* the ranks ended for their tracebacks are no failure of their own */
-    log_error("the job is hung: %s; taking every rank's stacks", h->why);
+    /* Silence alone, in a job that reports no steps, is no proof of a hang (an evaluation, a checkpoint write):
+     * unless the user named --on-hang, its stacks are taken without ending anything, and the job goes on. */
+    int steps = 0;
+    for (int i = 0; i < h->nr && !steps; i++)
+        steps = h->r[i].step >= 0;
+    h->warn = h->odd < 0 && !steps && !cs->job->opt.on_hang_given;
+    cs->hang_busy = !h->warn; /* the ranks ended for their tracebacks are no failure of their own */
+    if (h->warn)
+        log_warn("%s; taking every rank's stacks (the job goes on)", h->why);
+    else
+        log_error("the job is hung: %s; taking every rank's stacks", h->why);
+    for (int i = 0; h->stacks && i < h->nr; i++) /* a warning's collection may have come before */
+        free(h->stacks[i]);
     free(h->stacks);
     h->stacks = calloc((size_t)h->nr, sizeof *h->stacks);
+    h->stacks_bytes = 0;
+    h->stacks_dropped = 0;
     s_request_stacks(cs, h);
     h->collect_timer = loop_timer_after_ms(loop, HANG_COLLECT_MS + HANG_SLACK_MS, s_on_collect_deadline, cs);
     return 0;
@@ -348,6 +363,21 @@ static void s_conclude(coord_server_t *cs, struct coord_hang *h)
     int odd = coord_hang_text(cs->job_id, cs->generation, h->why, (const char *const *)h->stacks, h->nr, h->odd,
                               h->stacks_dropped, summary, sizeof summary, text, sizeof text);
     s_write_file(cs, text, path, sizeof path);
+    if (h->warn) {
+        char block[sizeof summary + 6000];
+        snprintf(block, sizeof block,
+                 "plaunch: ===== job %s: no progress, stacks taken; the job goes on =====\n  %s, generation %u\n%s"
+                 "  stacks        : %s\n  silence alone ends no job that reports no steps: report steps "
+                 "(PLAUNCH_PROGRESS_FILE, plaunch_progress) or give --on-hang restart|stop to act on it\n",
+                 cs->job_id, h->why, cs->generation, summary, path);
+        log_block(block, !cs->job->opt.quiet);
+        uint64_t now = loop_now_ns(); /* the next warning after another --hang-timeout of silence */
+        for (int i = 0; i < h->nr; i++)
+            h->r[i].prog_ns = now;
+        h->st = HS_WATCH;
+        h->warn = 0;
+        return;
+    }
     const char *act = cs->job->opt.on_hang;
     int restart = strcmp(act, "restart") == 0 && cs->restarts_left > 0;
     snprintf(cs->failure, sizeof cs->failure,

@@ -255,6 +255,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     if (s_apply_sched(o, envp, err, errlen) < 0)
         return -1;
 
+    o->on_hang_given = s_given(o, "on-hang");
     if (opts_compat_resolve(o, err, errlen) < 0)
         return -1;
     if (o->nnodes > 1 && !o->master[0] && !o->sched_srun) {

@@ -48,6 +48,7 @@ struct opts {
     char preflight[8];         /* on, strict, off */
     double hang_timeout;       /* --hang-timeout: seconds without progress before the job is hung; 0 = off */
     char on_hang[8];           /* --on-hang: restart (while the budget lasts), stop */
+    int on_hang_given;         /* a source named --on-hang: silence alone may end the job (docs/hang.md) */
     int print_config;          /* --print-config: show the values and their sources, run nothing */
     /* What a scheduler said (launcher/sched/), filled by opts_load */
     int sched_kind;            /* enum sched_kind */

@@ -357,7 +357,8 @@ const struct optdef opts_defs[] = {
       "rank's stacks go to LOG_DIR/hang.GENERATION.txt; 0 turns it off (default: 900).", "900", 0 },
     { "on-hang", NULL, NULL, 1, s_set_on_hang, "restart|stop",
       "What a hung job does once its stacks are taken: restart (like a failure of the odd rank, while "
-      "--max-restarts lasts) or stop (exit status 124) (default: restart).", "restart", 0 },
+      "--max-restarts lasts) or stop (exit status 124) (default: restart). Without it, silence in a job that "
+      "reports no steps only takes the stacks and warns; the job goes on (docs/hang.md).", "restart", 0 },
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },

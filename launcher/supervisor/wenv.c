@@ -133,7 +133,9 @@ char **wenv_build(const struct job *job, const struct worker *w)
     s_put(&b, "TORCHELASTIC_ERROR_FILE", "%s", errpath);
     /* Variables plaunch sets only where the user did not. */
     int user_aeh = 0, user_gloo = 0, user_nccl = 0, user_fh = 0, user_fr = 0, user_frdump = 0, user_frfile = 0;
+    int user_unbuf = 0;
     for (size_t i = 0; i < nbase; i++) {
+        user_unbuf |= s_is(job->base_env[i], "PYTHONUNBUFFERED");
         user_fh |= s_is(job->base_env[i], "PYTHONFAULTHANDLER");
         user_fr |= s_is(job->base_env[i], "TORCH_NCCL_TRACE_BUFFER_SIZE");
         user_frdump |= s_is(job->base_env[i], "TORCH_NCCL_DUMP_ON_TIMEOUT");
@@ -157,6 +159,11 @@ char **wenv_build(const struct job *job, const struct worker *w)
      * (as nccl_trace.RANK) when its watchdog times out. */
     if (!user_fh)
         s_put(&b, "PYTHONFAULTHANDLER", "1");
+    /* A worker's stdout is a pipe, so CPython would hold its prints in a block buffer: the hang watch would see
+     * no output from a healthy job, and a rank plaunch stops would lose what it printed last. torchrun leaves
+     * buffering alone; plaunch does not, unless the user chose. */
+    if (!user_unbuf)
+        s_put(&b, "PYTHONUNBUFFERED", "1");
     if (!user_fr)
         s_put(&b, "TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
     if (!user_frdump)

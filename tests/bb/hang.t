@@ -162,6 +162,28 @@ is "$rc" 0 "long but finite steps (1.5 s at --hang-timeout 3) are no hang"
 run_plaunch --nproc-per-node 2 --hang-timeout 0 --log-dir "$T/s3" "$PY" -c 'import time; time.sleep(2)'
 is "$rc" 0 "--hang-timeout 0: no watch"
 
+# ---- the default never ends a healthy job: silence without step reports only warns -------------------------
+# a rank that prints rarely (a long evaluation): 6 s of silence at --hang-timeout 2, no --on-hang
+run_plaunch --nproc-per-node 2 --hang-timeout 2 --log-dir "$T/q1" "$PY" -c \
+    'import time; print("eval starts"); time.sleep(6); print("eval done")'
+is "$rc" 0 "a job that prints rarely and reports no steps keeps running (6 s silent at --hang-timeout 2)"
+like "$err" "no progress, stacks taken; the job goes on" "... the console says the stacks were taken and it goes on"
+ok $([ -s "$T/q1/hang.0.txt" ]; echo $?) "... the stacks are in hang.0.txt"
+like "$(tr "\n" " " <"$T/q1/workerlog.1")" "eval starts eval done" "... and rank 1's log has both lines"
+like "$(cat "$T/q1/plaunch.log")" "rank 1 .*exited with code 0" "... rank 1 ended by itself (no SIGABRT)"
+# prints without flush reach plaunch at once (PYTHONUNBUFFERED=1): a line a second is progress, no warning
+run_plaunch --nproc-per-node 2 --hang-timeout 2 --log-dir "$T/q2" "$PY" -c \
+    'import time
+for i in range(5): print("tick", i); time.sleep(1)'
+is "$rc" 0 "prints without flush, one a second: no hang"
+ok $(printf '%s' "$err" | grep -q "no progress"; [ $? != 0 ]; echo $?) "... and no warning: the prints are progress"
+# with --on-hang given, silence is a hang even without step reports
+run_plaunch --nproc-per-node 2 --hang-timeout 2 --on-hang stop --log-dir "$T/q3" "$PY" -c \
+    'import time; print("up"); time.sleep(600)'
+is "$rc" 124 "--on-hang stop given: a silent job is hung (124)"
+# a rank stopped by plaunch loses nothing it printed (no flush, then silence until the hang stops it)
+like "$(cat "$T/q3/workerlog.0")" "up" "... and its log has what it printed before it was stopped"
+
 # ---- the step-rate straggler ------------------------------------------------------------------------------
 cat >rate.py <<'W'
 import os, sys, time
