@@ -56,6 +56,10 @@ struct job {
     char log_name[300];        /* this node's launcher log in log_dir: plaunch.log, plaunch.NODE.log (multi-node) */
     char run_dir[PATH_MAX];    /* 0700 directory for sockets; removed at exit */
     int gpu_mode;
+    int gpu_inherit;           /* --nproc-per-node on a GPU node: CUDA_VISIBLE_DEVICES as inherited, worker i on
+                                * its i-th entry (FLAGS_selected_gpus = i), as torchrun and Paddle do */
+    int gpus_visible;          /* GPUs the inherited list (or the driver) shows, for gpu_inherit */
+    int set_device_order;      /* CUDA_DEVICE_ORDER=PCI_BUS_ID: plaunch numbered the GPUs (no inherited list) */
     int nworkers;              /* on this node */
     int nnodes, node_rank, rank_base, world_size;
     struct worker *workers;

@@ -304,7 +304,7 @@ void opts_print_config(const struct opts *o, FILE *out)
         fprintf(out, "  %-20s %-30.160s %s\n", name, val, from);
     }
     if (o->gpu_scope[0])
-        fprintf(out, "  GPUs of the step: %s (%s); --gpus ids index this list\n", o->gpu_scope, o->origin_gpu_scope);
+        fprintf(out, "  GPUs of the step: %s (%s); --gpus ids are labels of this list\n", o->gpu_scope, o->origin_gpu_scope);
     if (o->master[0])
         fprintf(out, "  coordinator: %s%s\n", o->master,
                 o->sched_node0 ? ", hosted by this node (the scheduler's first node)" : "");

@@ -16,6 +16,7 @@
 struct opts {
     char gpus[1024];           /* "" = CPU workers */
     int nproc;                 /* 0 = unset */
+    char nproc_kind[8];        /* torchrun's --nproc-per-node gpu|cpu|auto ("" for a number or unset) */
     char log_dir[PATH_MAX];
     char job_id[65];
     char tee[1024];

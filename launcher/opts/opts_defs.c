@@ -37,8 +37,12 @@ static int s_set_gpus(struct opts *o, const char *val, const char *origin, char 
 
 static int s_set_nproc(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    long v;
-    if (s_int(val, 1, OPTS_MAX_WORKERS, &v, origin, "the number of workers", err, errlen) < 0)
+    long v = 0;
+    o->nproc_kind[0] = '\0';
+    if (strcmp(val, "gpu") == 0 || strcmp(val, "cpu") == 0 || strcmp(val, "auto") == 0)
+        snprintf(o->nproc_kind, sizeof o->nproc_kind, "%s", val); /* counted when the node is known */
+    else if (s_int(val, 1, OPTS_MAX_WORKERS, &v, origin, "the number of workers (or gpu, cpu, auto)", err,
+                   errlen) < 0)
         return -1;
     o->nproc = (int)v;
     snprintf(o->origin_nproc, sizeof o->origin_nproc, "%s", origin);
@@ -292,9 +296,13 @@ static int s_set_print_config(struct opts *o, const char *val, const char *origi
 const struct optdef opts_defs[] = {
     { "gpus", "devices", NULL, 1, s_set_gpus, "LIST",
       "GPUs of this node, one worker each: 0,1,2,3 or 0-3 or all (every GPU the CUDA runtime "
-      "reports). Ids index CUDA_VISIBLE_DEVICES when it is already set.", NULL, 0 },
-    { "nproc-per-node", "nproc_per_node", NULL, 1, s_set_nproc, "N",
-      "Number of workers on this node; CPU workers when --gpus is not given.", NULL, 0 },
+      "reports). When CUDA_VISIBLE_DEVICES is set, ids are its labels, as Paddle reads them: under "
+      "CUDA_VISIBLE_DEVICES=2,3,4,5, --gpus 2,3 means GPUs 2 and 3.", NULL, 0 },
+    { "nproc-per-node", "nproc_per_node", NULL, 1, s_set_nproc, "N|gpu|cpu|auto",
+      "Number of workers on this node. On a node with GPUs (CUDA_VISIBLE_DEVICES lists some, or the driver "
+      "does) without --gpus: worker i gets the i-th visible GPU (FLAGS_selected_gpus, LOCAL_RANK) and "
+      "CUDA_VISIBLE_DEVICES as inherited; elsewhere CPU workers. gpu: one per GPU; cpu: one per CPU; auto: "
+      "gpu on a node with GPUs, else cpu (torchrun's words).", NULL, 0 },
     { "log-dir", "log_dir", NULL, 1, s_set_log_dir, "DIR",
       "Directory for workerlog.<rank> and plaunch.log (default: log).", "log", 0 },
     { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random).", NULL, 0 },

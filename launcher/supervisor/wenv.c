@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "errfile.h"
+#include "gpus.h"
 #include "log.h"
 #include "net.h"
+
+#define GPUS_LIST_MAX (GPUS_MAX * 5) /* "0,1,...,1023" */
 
 /* Every variable plaunch owns: an inherited value is dropped so a nested launch cannot leak stale ranks (and the
  * token, so that a worker never holds the job's credential). */
@@ -26,7 +29,8 @@ static const char *const s_owned[] = {
     "PLAUNCH_TOKEN", /* the control plane's secret: not for the program, its children or its logs */
 };
 #define NOWNED (sizeof s_owned / sizeof *s_owned)
-/* Dropped only when plaunch sets its own value (GPU mode). */
+/* Dropped only when plaunch sets its own value: the GPU list and its numbering (GPU mode, unless the inherited
+ * list is kept), Paddle's backend (CPU mode). */
 static const char *const s_gpu_owned[] = { "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER" };
 
 static int s_is(const char *entry, const char *name)
@@ -48,8 +52,9 @@ int wenv_init(struct job *job, char **environ_in)
         int drop = 0;
         for (size_t j = 0; j < NOWNED && !drop; j++)
             drop = s_is(e, s_owned[j]);
-        for (size_t j = 0; job->gpu_mode && j < 2 && !drop; j++)
-            drop = s_is(e, s_gpu_owned[j]);
+        drop = drop || (job->gpu_mode && !job->gpu_inherit && s_is(e, s_gpu_owned[0]));
+        drop = drop || (job->set_device_order && s_is(e, s_gpu_owned[1]));
+        drop = drop || (!job->gpu_mode && s_is(e, "PADDLE_DISTRI_BACKEND"));
         if (s_is(e, "OMP_NUM_THREADS"))
             job->base_has_omp = 1;
         if (!drop)
@@ -103,7 +108,8 @@ char **wenv_build(const struct job *job, const struct worker *w)
         nbase++;
     const size_t nours = 48;
     size_t text_cap = 8192 + strlen(job->endpoints ? job->endpoints : "") * 2 + strlen(job->log_dir) * 2 +
-                      strlen(job->visible_devices ? job->visible_devices : "") + sizeof job->agent_endpoint;
+                      strlen(job->visible_devices ? job->visible_devices : "") + sizeof job->agent_endpoint +
+                      (size_t)job->gpus_visible * 5;
     size_t vec_bytes = (nbase + nours + 1) * sizeof(char *);
     char *mem = malloc(vec_bytes + text_cap);
     if (!mem)
@@ -188,10 +194,23 @@ char **wenv_build(const struct job *job, const struct worker *w)
     s_put(&b, "PADDLE_LOG_DIR", "%s", job->log_dir);
 
     if (job->gpu_mode) {
-        s_put(&b, "CUDA_VISIBLE_DEVICES", "%s", job->visible_devices);
-        s_put(&b, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-        s_put(&b, "FLAGS_selected_gpus", "%d", w->local_rank);
+        if (!job->gpu_inherit)
+            s_put(&b, "CUDA_VISIBLE_DEVICES", "%s", job->visible_devices);
+        if (job->set_device_order)
+            s_put(&b, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        /* Paddle's one worker on a node of several GPUs gets them all (its --nproc_per_node 1) */
+        if (job->gpu_inherit && local_world == 1 && job->gpus_visible > 1) {
+            char all[GPUS_LIST_MAX];
+            size_t o = 0;
+            for (int i = 0; i < job->gpus_visible && o + 8 < sizeof all; i++)
+                o += (size_t)snprintf(all + o, sizeof all - o, "%s%d", i ? "," : "", i);
+            s_put(&b, "FLAGS_selected_gpus", "%s", all);
+        } else {
+            s_put(&b, "FLAGS_selected_gpus", "%d", w->local_rank);
+        }
         s_put(&b, "PLAUNCH_GPU", "%s", w->gpu);
+    } else {
+        s_put(&b, "PADDLE_DISTRI_BACKEND", "gloo"); /* as Paddle gives CPU workers */
     }
     s_put(&b, "PLAUNCH_AGENT", "%s", job->agent_endpoint);
     s_put(&b, "PLAUNCH_JOB_ID", "%s", job->job_id);

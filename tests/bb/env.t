@@ -2,7 +2,7 @@
 # env.t: every variable of the worker environment contract, for every rank, GPU and CPU modes; a
 # CUDA_VISIBLE_DEVICES that hides every GPU is refused before anything starts.
 . "$(dirname "$0")/lib.sh"
-plan 20
+plan 21
 
 cat >dump.sh <<'W'
 #!/bin/sh
@@ -79,15 +79,18 @@ OMP_NUM_THREADS=4 run_plaunch --nproc-per-node 2 --log-dir "$T/logs" ./dump.sh
 is "$(grep -h '^OMP_NUM_THREADS=' env.0 env.1 | sort -u)" "OMP_NUM_THREADS=4" "a user's OMP_NUM_THREADS is kept"
 
 rm -f env.*
-CUDA_VISIBLE_DEVICES=5,6,7,8 run_plaunch --gpus 1,3 --log-dir "$T/logs" ./dump.sh
+CUDA_VISIBLE_DEVICES=5,6,7,8 run_plaunch --gpus 6,8 --log-dir "$T/logs" ./dump.sh
 is "$(grep -h '^CUDA_VISIBLE_DEVICES=' env.0 env.1 | sort -u)" "CUDA_VISIBLE_DEVICES=6,8" \
-    "--gpus ids index an inherited CUDA_VISIBLE_DEVICES"
+    "--gpus ids are labels of an inherited CUDA_VISIBLE_DEVICES (as Paddle reads --gpus/--devices)"
 is "$(grep -h '^PLAUNCH_GPU=' env.1)" "PLAUNCH_GPU=8" "PLAUNCH_GPU names the physical GPU"
+CUDA_VISIBLE_DEVICES=5,6,7,8 run_plaunch --gpus 1,3 --log-dir "$T/logs" ./dump.sh
+like "$rc $err" "^2 .*GPU 1 does not exist: it is not in CUDA_VISIBLE_DEVICES=5,6,7,8" \
+    "--gpus 1,3 under CUDA_VISIBLE_DEVICES=5,6,7,8: exit 2, not positions 1 and 3"
 
 rm -f env.*
 CUDA_VISIBLE_DEVICES=2,3 run_plaunch --gpus all --log-dir "$T/logs" ./dump.sh
 is "$(ls env.* | wc -l)" 2 "--gpus all under CUDA_VISIBLE_DEVICES=2,3: two workers"
-CUDA_VISIBLE_DEVICES=2,3 run_plaunch --gpus 0-2 --log-dir "$T/logs" ./dump.sh
+CUDA_VISIBLE_DEVICES=0,1 run_plaunch --gpus 0-2 --log-dir "$T/logs" ./dump.sh
 like "$rc $err" "^2 .*GPU 2 does not exist" "--gpus beyond CUDA_VISIBLE_DEVICES: exit 2 naming the GPU"
 
 # A scheduler that gives the job no GPU sets CUDA_VISIBLE_DEVICES empty (Slurm: NoDevFiles): --gpus must not

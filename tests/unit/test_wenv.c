@@ -38,6 +38,7 @@ static void s_job_init(int gpu_mode, int nworkers, char **environ_in)
     s_job.generation = 3;
     s_job.opt.max_restarts = 5;
     s_job.visible_devices = gpu_mode ? s_visible : NULL;
+    s_job.set_device_order = gpu_mode; /* plaunch numbered the GPUs: no inherited list in these cases */
     snprintf(s_job.agent_endpoint, sizeof s_job.agent_endpoint, "ipc:///run/plaunch/agent");
     for (int i = 0; i < nworkers; i++) {
         s_workers[i].local_rank = i;
