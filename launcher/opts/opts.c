@@ -192,12 +192,19 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         }
         if (a[0] != '-' || a[1] == '\0')
             break;
+        /* torchrun's short options: -m (--module), -t N and -tN (--tee), -r N and -rN (--redirects) */
+        const char *name = a + 2, *eq, *inline_val = NULL;
         if (a[1] != '-') {
-            snprintf(err, errlen, "unknown option '%s'; options are long (--gpus, --nproc-per-node, ...), "
-                     "see plaunch --help; put '--' before a program whose name starts with '-'", a);
+            name = a[1] == 'm' && !a[2] ? "module" : a[1] == 't' ? "tee" : a[1] == 'r' ? "redirects" : NULL;
+            inline_val = name && a[2] ? a + 2 : NULL;
+        }
+        if (!name) {
+            snprintf(err, errlen, "unknown option '%s'; options are long (--gpus, --nproc-per-node, ...) but for "
+                     "torchrun's -m, -t, -r; see plaunch --help; put '--' before a program whose name starts with "
+                     "'-'", a);
             return -1;
         }
-        const char *name = a + 2, *eq = strchr(name, '=');
+        eq = a[1] == '-' ? strchr(name, '=') : NULL;
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         const struct optdef *d = s_find(name, nlen);
         if (!d) {
@@ -210,15 +217,18 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         }
         struct cli_pair *p = &pairs[npairs++];
         p->def = d;
-        snprintf(p->origin, sizeof p->origin, "--%.*s", (int)(nlen > 60 ? 60 : nlen), name);
+        if (a[1] == '-')
+            snprintf(p->origin, sizeof p->origin, "--%.*s", (int)(nlen > 60 ? 60 : nlen), name);
+        else
+            snprintf(p->origin, sizeof p->origin, "-%c", a[1]);
         if (!d->has_arg) {
             if (eq) {
                 snprintf(err, errlen, "option '--%s' takes no value", d->name);
                 return -1;
             }
             p->val = "1";
-        } else if (eq) {
-            p->val = eq + 1;
+        } else if (eq || inline_val) {
+            p->val = eq ? eq + 1 : inline_val;
         } else if (i + 1 < argc) {
             p->val = argv[++i];
         } else {
@@ -256,6 +266,8 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
         return -1;
 
     o->on_hang_given = s_given(o, "on-hang");
+    if (opts_prog_resolve(o, envp, err, errlen) < 0)
+        return -1;
     if (opts_compat_resolve(o, err, errlen) < 0)
         return -1;
     if (o->nnodes > 1 && !o->master[0] && !o->sched_srun) {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #define OPTS_MAX_WORKERS 1024
-#define OPTS_MAX_DEFS 56     /* options in the table (opts_defs.c) */
+#define OPTS_MAX_DEFS 96     /* options in the table (opts_defs.c) */
 /* The coordinator's port when --master-addr or --ips names only its host (the port of the docs' examples). */
 #define OPTS_DEFAULT_PORT 6170
 
@@ -66,8 +66,12 @@ struct opts {
      * for --print-config. */
     char origins[OPTS_MAX_DEFS][200];
     char values[OPTS_MAX_DEFS][160];
+    /* The program (opts_prog.c) */
+    char python[PATH_MAX];     /* --python: the interpreter of scripts; "" = PYTHON_EXEC, else python3 */
+    char python_used[PATH_MAX]; /* the interpreter put before the program, "" when none was */
+    int module, no_python, run_path; /* -m/--module, --no-python, --run-path */
     int prog_argc;
-    char **prog_argv;          /* borrowed from argv */
+    char **prog_argv;          /* borrowed from argv, or with the interpreter in front (opts_prog.c) */
 };
 
 /* Fills o from defaults, config file, environment (envp) and argv (argv[0] is the program name).

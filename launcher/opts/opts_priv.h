@@ -34,6 +34,13 @@ int opts_compat_set_standalone(struct opts *o, const char *val, const char *orig
 /* Folds the torchrun/Paddle spellings (--master-addr/--master-port, --ips, --standalone) into nnodes, master,
  * node_rank and host, refusing contradictions; 0, or -1 with a message. Runs after every source was read. */
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen);
+/* opts_prog.c: the program's interpreter (--python, -m/--module, --no-python, --run-path); resolve puts the
+ * interpreter in front of a script, a module or a --run-path program: 0, or -1 with a message. */
+int opts_prog_set_python(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_prog_set_module(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_prog_set_no_python(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_prog_set_run_path(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_prog_resolve(struct opts *o, char **envp, char *err, size_t errlen);
 /* opts_ini.c: reads the INI file at path (bounded, a regular file) and calls key() for every key of its [plaunch]
  * section with where = "FILE:LINE"; key() returns 0, or -1 with a message in err. 0, or -1 with a message naming
  * file:line. The reader knows nothing of the option table: the caller's key() does. */

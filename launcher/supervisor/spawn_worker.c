@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <paths.h>
 #include <sched.h>
 #include <signal.h>
@@ -217,6 +218,62 @@ int spawn_exec_errno(int *exec_fd)
     close(*exec_fd);
     *exec_fd = -1;
     return n == (ssize_t)sizeof e ? e : 0;
+}
+
+/* The file a command name runs: itself with a '/', else the first executable-or-not match in PATH. */
+static int s_locate(const char *prog, char *out, size_t cap)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        snprintf(out, cap, "%s", prog);
+        return stat(prog, &st) == 0;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        snprintf(out, cap, "%.*s/%s", (int)len, len ? p : ".", prog);
+        if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode))
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+void spawn_explain_exec(char *const argv[], int exec_errno, const char *python, char *buf, size_t cap)
+{
+    const char *prog = argv[0];
+    char file[PATH_MAX + 256], line[256] = "";
+    int found = s_locate(prog, file, sizeof file), is_py = python && *python && strcmp(prog, python) == 0;
+    if (found && exec_errno != EISDIR) { /* the #! line, for ENOENT from a file that exists */
+        FILE *f = fopen(file, "r");
+        if (f && fgets(line, sizeof line, f) && strncmp(line, "#!", 2) == 0)
+            line[strcspn(line, "\r\n")] = '\0';
+        else
+            line[0] = '\0';
+        if (f)
+            fclose(f);
+    }
+    if (exec_errno == ENOENT && !found && is_py)
+        snprintf(buf, cap, "the Python interpreter is not found%s (plaunch runs %s with it); give --python PATH, "
+                 "or set PYTHON_EXEC", strchr(prog, '/') ? "" : " in PATH", argv[1] ? argv[1] : "the program");
+    else if (exec_errno == ENOENT && !found && strchr(prog, '/'))
+        snprintf(buf, cap, "no such file");
+    else if (exec_errno == ENOENT && !found)
+        snprintf(buf, cap, "not a file here nor a command in PATH (%.300s)", getenv("PATH") ? getenv("PATH") : "unset");
+    else if (exec_errno == ENOENT && line[0])
+        snprintf(buf, cap, "%s exists, but the interpreter of its first line (%.200s) is not found", file, line);
+    else if (exec_errno == EACCES && found && access(file, X_OK) < 0)
+        snprintf(buf, cap, "permission denied: %s is not executable; chmod +x it, or name its interpreter "
+                 "(plaunch python3 %s)", file, prog);
+    else if (exec_errno == EISDIR)
+        snprintf(buf, cap, "it is a directory, not a program");
+    else if (exec_errno == ENOEXEC)
+        snprintf(buf, cap, "%s is not a program this system runs (no #! line, not a binary for it)", file);
+    else
+        snprintf(buf, cap, "%s", strerror(exec_errno));
 }
 
 void spawn_describe_exit(int wait_status, int exec_errno, char *buf, size_t cap)

@@ -18,6 +18,10 @@ void spawn_set_worker_nofile(const struct rlimit *rl);
 
 /* Reads the exec errno recorded for a child that has exited: 0 when exec had worked. Closes *exec_fd. */
 int spawn_exec_errno(int *exec_fd);
+/* Why argv[0] could not be run (exec_errno from spawn_exec_errno), naming the real cause: a file that is
+ * missing, a command not in PATH, a file that is not executable, the interpreter of its #! line missing, or the
+ * Python interpreter plaunch put in front (python: that name, "" when none) not found. */
+void spawn_explain_exec(char *const argv[], int exec_errno, const char *python, char *buf, size_t cap);
 /* How a worker ended, for the log: "exited with code N", "was killed by SIGX", "could not be started: ...". */
 void spawn_describe_exit(int wait_status, int exec_errno, char *buf, size_t cap);
 

@@ -345,13 +345,11 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
     char what[256];
     spawn_describe_exit(status, w->exec_errno, what, sizeof what);
     if (failed && s->state == ST_RUNNING) {
-        if (w->exec_errno)
-            log_error("rank %d: cannot run '%s': %s", w->rank, job->opt.prog_argv[0],
-                      w->exec_errno == ENOENT ? "no such file or command in PATH"
-                      : w->exec_errno == EACCES ? "permission denied (not executable?)"
-                      : w->exec_errno == EISDIR ? "it is a directory, not a program"
-                                                : strerror(w->exec_errno));
-        else
+        if (w->exec_errno) {
+            char why[1024];
+            spawn_explain_exec(job->opt.prog_argv, w->exec_errno, job->opt.python_used, why, sizeof why);
+            log_error("rank %d: cannot run '%s': %s", w->rank, job->opt.prog_argv[0], why);
+        } else
             log_warn("rank %d (pid %d) %s", w->rank, (int)w->pid, what);
     } else {
         log_info("rank %d (pid %d) %s", w->rank, (int)w->pid, what);
