@@ -271,9 +271,12 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     if (first_assign && job->multi && job->opt.node_rank < 0 && !job->opt.quiet)
         fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->node_rank, job->nnodes,
                 job->rank_base, job->rank_base + job->nworkers - 1, job->world_size);
-    log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->node_rank,
-             job->nnodes, job->rank_base, job->rank_base + job->nworkers - 1, job->world_size, job->generation,
-             job->master_addr, job->master_port);
+    if (job->multi)
+        log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->node_rank,
+                 job->nnodes, job->rank_base, job->rank_base + job->nworkers - 1, job->world_size, job->generation,
+                 job->master_addr, job->master_port);
+    else /* one node: the workers' MASTER_PORT is picked when the generation starts (supervise.c logs it) */
+        log_info("assigned: ranks 0-%d, generation %d", job->nworkers - 1, job->generation);
     return 0;
 }
 

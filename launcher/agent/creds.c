@@ -127,9 +127,10 @@ tls_ctx_t *creds_tls(const struct opts *o, const char *node_addr, const char *ho
     char hex[TLS_TOKEN_HEX_LEN + 1];
     if (tls_token_generate(hex, err, errlen) < 0 || tls_token_parse_hex(hex, key, sizeof key, &keylen, err, errlen) < 0)
         return NULL;
-    fprintf(stderr,
-            "plaunch: no credentials given: created a token for this job. On every other node run:\n\n"
-            "    PLAUNCH_TOKEN=%s %s\n\n", hex, retry_hint);
+    if (o->nnodes > 1) /* a one-node job has no other node to tell, and a secret has no place on a screen */
+        fprintf(stderr,
+                "plaunch: no credentials given: created a token for this job. On every other node run:\n\n"
+                "    PLAUNCH_TOKEN=%s %s\n\n", hex, retry_hint);
     log_info("control plane: a fresh token was created (printed on the coordinator's terminal)");
     return tls_ctx_new_psk(is_server, key, keylen, err, errlen);
 }

@@ -248,15 +248,36 @@ static int s_setup_workers(struct job *job, const struct opts *o, char **envp, c
     return 0;
 }
 
+/* torchrun's console: what a local rank shows is what it neither redirects nor misses from --tee (torchrun's
+ * (3 & ~redirects) | tee), for the ranks --local-ranks-filter names (all without it). */
+static void s_torch_console(struct job *job, const struct opts *o)
+{
+    static int ids[OPTS_MAX_WORKERS];
+    char why[256];
+    int nf = o->ranks_filter[0] ? idlist_parse(o->ranks_filter, "local rank", OPTS_MAX_WORKERS, ids,
+                                               OPTS_MAX_WORKERS, why, sizeof why) : -1;
+    for (int i = 0; i < job->nworkers; i++) {
+        int shown = nf < 0;
+        for (int k = 0; k < nf && !shown; k++)
+            shown = ids[k] == i;
+        int streams = (3 & ~opts_torch_streams(o->redirects, i)) | opts_torch_streams(o->torch_tee, i);
+        job->workers[i].tee = shown ? streams : 0;
+    }
+}
+
 int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
 {
     for (int i = 0; i < job->nworkers; i++)
         job->workers[i].tee = 0;
     static int ids[OPTS_MAX_WORKERS];
     int n = 0;
-    if (strcmp(o->tee, "all") == 0) {
+    if (o->torch_tee[0] || o->redirects[0] || o->ranks_filter[0]) {
+        s_torch_console(job, o);
+        return 0;
+    }
+    if (strcmp(o->tee, "all") == 0 || (strcmp(o->tee, "first") == 0 && job->nworkers > 0)) {
         for (int i = 0; i < job->nworkers; i++)
-            job->workers[i].tee = 1;
+            job->workers[i].tee = o->tee[0] == 'a' || i == 0 ? 3 : 0;
         return 0;
     }
     if (strcmp(o->tee, "none") == 0)
@@ -271,7 +292,7 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
         }
         int local = ids[k] - job->rank_base;
         if (local >= 0 && local < job->nworkers)
-            job->workers[local].tee = 1;
+            job->workers[local].tee = 3;
     }
     return n < 0 ? -1 : 0;
 }
@@ -361,8 +382,9 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (gethostname(job->hostname, sizeof job->hostname - 1) < 0)
         snprintf(job->hostname, sizeof job->hostname, "localhost");
     snprintf(job->host_addr, sizeof job->host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
-    snprintf(job->master_addr, sizeof job->master_addr, "%s", job->host_addr);
     job->multi = o->nnodes > 1 || o->master[0];
+    snprintf(job->master_addr, sizeof job->master_addr, "%s",
+             o->worker_master_addr[0] && !job->multi ? o->worker_master_addr : job->host_addr);
     s_log_name(job, o);
     if (o->job_id[0])
         snprintf(job->job_id, sizeof job->job_id, "%s", o->job_id);

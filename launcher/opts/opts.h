@@ -19,7 +19,19 @@ struct opts {
     char nproc_kind[8];        /* torchrun's --nproc-per-node gpu|cpu|auto ("" for a number or unset) */
     char log_dir[PATH_MAX];
     char job_id[65];
-    char tee[1024];
+    char tee[1024];            /* --console-ranks: global ranks on the console, all, none, or first (each node's) */
+    /* torchrun's console spellings (opts_torch.c): when one is given, each node's console follows them */
+    char torch_tee[256];       /* -t/--tee: 0 none, 1 stdout, 2 stderr, 3 both; or LOCAL:N,... */
+    char redirects[256];       /* -r/--redirects: the same forms: streams kept off the console */
+    char ranks_filter[1024];   /* --local-ranks-filter: local ranks shown */
+    char rdzv_backend[16];     /* --rdzv-backend: static or c10d (plaunch's rendezvous stands for both) */
+    char rdzv_endpoint[300];   /* --rdzv-endpoint HOST[:PORT] */
+    char rdzv_conf[1024];      /* --rdzv-conf KEY=VALUE,... */
+    double monitor_interval;   /* --monitor-interval: accepted, plaunch sees exits at once */
+    char start_method[16];     /* --start-method: spawn, fork, forkserver (scripts run as processes alike) */
+    char role[64];             /* --role: ROLE_NAME */
+    int worker_master_port;    /* one node: the workers' MASTER_PORT (--master-port), 0 = a free one per generation */
+    char worker_master_addr[256]; /* one node: the workers' MASTER_ADDR (--master-addr), "" = --host */
     int max_restarts;
     double grace;              /* seconds */
     char config[PATH_MAX];
@@ -91,6 +103,9 @@ uint32_t opts_ms(double seconds);
 
 /* --print-config: every option, its value (secrets hidden) and where it came from, and what the scheduler said. */
 void opts_print_config(const struct opts *o, FILE *out);
+
+/* The streams (bit 1 stdout, bit 2 stderr) a torchrun --tee/--redirects value (checked) names for local_rank. */
+int opts_torch_streams(const char *spec, int local_rank);
 
 /* Prints usage to stdout. */
 void opts_usage(const char *prog);

@@ -212,18 +212,46 @@ static int s_from_master_addr(struct opts *o, char *err, size_t errlen)
     return 0;
 }
 
+#define COMPAT_TORCH_MASTER_PORT 29500 /* torchrun's --master-port default */
+
+/* torchrun's --master-addr/--master-port on one node: the workers' MASTER_ADDR and MASTER_PORT, as its static
+ * rendezvous gives them (no coordinator: there is no other node to reach it). */
+static int s_one_node_master(struct opts *o, char *err, size_t errlen)
+{
+    int port = 0;
+    if (o->standalone && o->master_addr[0]) {
+        snprintf(err, errlen, "--standalone runs a one-node job on this host, but --master-addr names a master: "
+                 "drop one of them");
+        return -1;
+    }
+    if (o->master_addr[0]) {
+        if (s_split_addr(o->master_addr, o->worker_master_addr, sizeof o->worker_master_addr, &port,
+                         "--master-addr", err, errlen) < 0)
+            return -1;
+        if (port && o->master_port && port != o->master_port) {
+            snprintf(err, errlen, "--master-addr '%s' and --master-port %d give different ports; keep one",
+                     o->master_addr, o->master_port);
+            return -1;
+        }
+    }
+    o->worker_master_port = port ? port : o->master_port ? o->master_port : COMPAT_TORCH_MASTER_PORT;
+    return 0;
+}
+
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen)
 {
-    if (o->master_port && !o->master_addr[0] && !o->ips[0]) {
+    int one = o->nnodes == 1 && o->nnodes_min == 1 && !o->ips[0] && !o->master[0];
+    if (o->master_port && !o->master_addr[0] && !o->ips[0] && !one) {
         if (o->master[0])
             snprintf(err, errlen, "--master-port %d with --master '%s': give the port in --master HOST:PORT",
                      o->master_port, o->master);
         else
-            snprintf(err, errlen, "--master-port %d needs --master-addr HOST (a multi-node job); on one node plaunch "
-                     "gives the workers a free MASTER_PORT of its own each generation: drop --master-port",
-                     o->master_port);
+            snprintf(err, errlen, "--master-port %d with --nnodes %d needs --master-addr HOST: the coordinator's "
+                     "host, the same on every node", o->master_port, o->nnodes);
         return -1;
     }
+    if (one && (o->master_port || o->master_addr[0]))
+        return s_one_node_master(o, err, errlen);
     if (o->ips[0] && s_from_ips(o, err, errlen) < 0)
         return -1;
     if (o->master_addr[0] && s_from_master_addr(o, err, errlen) < 0)

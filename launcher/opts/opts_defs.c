@@ -76,9 +76,9 @@ static int s_set_tee(struct opts *o, const char *val, const char *origin, char *
 {
     int ids[OPTS_MAX_WORKERS];
     char why[512];
-    if (strcmp(val, "all") != 0 && strcmp(val, "none") != 0 &&
+    if (strcmp(val, "all") != 0 && strcmp(val, "none") != 0 && strcmp(val, "first") != 0 &&
         idlist_parse(val, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s '%s': %s; expected 'all', 'none' or ranks like 0,3 or 0-3", origin, val,
+        snprintf(err, errlen, "%s '%s': %s; expected 'first', 'all', 'none' or ranks like 0,3 or 0-3", origin, val,
                  why);
         return -1;
     }
@@ -306,9 +306,19 @@ const struct optdef opts_defs[] = {
     { "log-dir", "log_dir", NULL, 1, s_set_log_dir, "DIR",
       "Directory for workerlog.<rank> and plaunch.log (default: log).", "log", 0 },
     { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random).", NULL, 0 },
-    { "tee", NULL, NULL, 1, s_set_tee, "RANKS",
-      "Ranks whose output is shown on the console with a [rank N] prefix: 0,3 or all or none "
-      "(default: 0). Every rank's output is always in its workerlog.", "0", 0 },
+    { "console-ranks", NULL, NULL, 1, s_set_tee, "RANKS",
+      "Global ranks whose output is shown on the console with a [rank N] prefix: 0,3 or 0-3, all, none, or "
+      "first: each node's first rank (default: first). Every rank's output is always in its workerlog.", "first",
+      0 },
+    { "tee", NULL, NULL, 1, opts_torch_set_tee, "N|L:N,...",
+      "-t: torchrun's --tee: the streams of every local rank (or of L) shown on the console: 0 none, 1 stdout, 2 "
+      "stderr, 3 both; plaunch logs every stream anyway. Also all or none (--console-ranks all|none). With -t, -r "
+      "or --local-ranks-filter, each node shows its own ranks as torchrun would; rank lists go to --console-ranks.",
+      NULL, 0 },
+    { "redirects", NULL, NULL, 1, opts_torch_set_redirects, "N|L:N,...",
+      "-r: torchrun's --redirects: streams kept off the console (same numbers; the log has them).", NULL, 0 },
+    { "local-ranks-filter", NULL, NULL, 1, opts_torch_set_ranks_filter, "LOCAL_RANKS",
+      "torchrun's: only these local ranks of each node on the console, e.g. 0 or 0,1.", NULL, 0 },
     { "max-restarts", "max_restarts", "max_restart", 1, s_set_max_restarts, "N",
       "Restart the whole job up to N times after a worker fails (default: 0).", NULL, 0 },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
@@ -323,7 +333,7 @@ const struct optdef opts_defs[] = {
       "Run PROGRAM as it is, even a .py file (torchrun's --no-python).", NULL, 0 },
     { "run-path", NULL, NULL, 0, opts_prog_set_run_path, NULL,
       "Run PROGRAM, a script of any name, with the interpreter (torchrun's --run-path).", NULL, 0 },
-    { "host", NULL, NULL, 1, s_set_host, "ADDR",
+    { "host", "local-addr", NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node).", NULL, 0 },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors.", NULL, 0 },
     { "nnodes", NULL, NULL, 1, s_set_nnodes, "N|MIN:MAX",
@@ -331,17 +341,33 @@ const struct optdef opts_defs[] = {
       "some, and grows (a restart) when nodes join, up to MAX.", "1", 0 },
     { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
       "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60).", "60", 0 },
-    { "master", "rdzv-endpoint", NULL, 1, s_set_master, "HOST:PORT",
+    { "master", NULL, NULL, 1, s_set_master, "HOST:PORT",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1.", NULL, 0 },
     { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
-      "torchrun's spelling of --master: the coordinator's HOST, its port from --master-port (default 6170).", NULL, 0 },
+      "torchrun's: with --nnodes > 1, --master: the coordinator's HOST, its port from --master-port (default "
+      "6170); on one node, the workers' MASTER_ADDR (and --master-port their MASTER_PORT), as torchrun's.", NULL, 0 },
     { "master-port", NULL, NULL, 1, opts_compat_set_master_port, "PORT",
-      "The coordinator's port for --master-addr HOST or --ips (default 6170); not the workers' MASTER_PORT.", NULL, 0 },
+      "On one node: the workers' MASTER_PORT, as torchrun's (default: a free port each generation). With "
+      "--nnodes > 1: the coordinator's port for --master-addr HOST or --ips (default 6170).", NULL, 0 },
     { "ips", NULL, NULL, 1, opts_compat_set_ips, "ADDR,ADDR,...",
       "Paddle's node list (IPv4): --nnodes is its length, the coordinator runs on the first address, this "
       "node's rank is the position of its own address (or --rank).", NULL, 0 },
     { "standalone", NULL, NULL, 0, opts_compat_set_standalone, NULL,
       "torchrun's one-node mode: what plaunch does without --nnodes; refused with --nnodes > 1, --master, --ips.", NULL, 0 },
+    { "rdzv-endpoint", NULL, NULL, 1, opts_torch_set_rdzv_endpoint, "HOST[:PORT]",
+      "torchrun's rendezvous: with --nnodes > 1 it is --master HOST:PORT (port 29400 when omitted); on one node "
+      "this process is the rendezvous (HOST:0 and localhost:0 too).", NULL, 0 },
+    { "rdzv-backend", NULL, NULL, 1, opts_torch_set_rdzv_backend, "static|c10d",
+      "torchrun's rendezvous backend: plaunch's own rendezvous stands in for both; etcd is refused.", NULL, 0 },
+    { "rdzv-conf", NULL, NULL, 1, opts_torch_set_rdzv_conf, "K=V,...",
+      "torchrun's rendezvous settings: join_timeout (or timeout) is --rdzv-timeout; other keys are refused.", NULL,
+      0 },
+    { "monitor-interval", NULL, NULL, 1, opts_torch_set_monitor_interval, "SECONDS",
+      "torchrun's worker poll interval: accepted; plaunch learns of a worker's exit at once.", NULL, 0 },
+    { "start-method", NULL, NULL, 1, opts_torch_set_start_method, "spawn|fork|forkserver",
+      "torchrun's: accepted; a program runs as its own process in every method, as torchrun runs scripts.", NULL,
+      0 },
+    { "role", NULL, NULL, 1, opts_torch_set_role, "NAME", "The workers' ROLE_NAME (default: default).", NULL, 0 },
     { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
       "This node's rank (default: assigned by the coordinator, in address order, and printed).", NULL, 0 },
     { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",

@@ -34,6 +34,18 @@ int opts_compat_set_standalone(struct opts *o, const char *val, const char *orig
 /* Folds the torchrun/Paddle spellings (--master-addr/--master-port, --ips, --standalone) into nnodes, master,
  * node_rank and host, refusing contradictions; 0, or -1 with a message. Runs after every source was read. */
 int opts_compat_resolve(struct opts *o, char *err, size_t errlen);
+/* opts_torch.c: torchrun's own options (setters validate); resolve folds --rdzv-conf and --rdzv-endpoint in
+ * (timeout_given: --rdzv-timeout came from a source, so join_timeout yields to it): 0, or -1 with a message. */
+int opts_torch_set_tee(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_redirects(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_ranks_filter(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_rdzv_backend(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_rdzv_endpoint(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_rdzv_conf(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_monitor_interval(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_start_method(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_set_role(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_torch_resolve(struct opts *o, int timeout_given, char *err, size_t errlen);
 /* opts_prog.c: the program's interpreter (--python, -m/--module, --no-python, --run-path); resolve puts the
  * interpreter in front of a script, a module or a --run-path program: 0, or -1 with a message. */
 int opts_prog_set_python(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);

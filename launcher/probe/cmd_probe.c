@@ -257,7 +257,7 @@ static int s_run_launcher(const struct s_opts *o, char *const wargv[], struct pr
     argv[k++] = self;
     argv[k++] = "--gpus";
     argv[k++] = o->gpus ? o->gpus : "all";
-    argv[k++] = "--tee";
+    argv[k++] = "--console-ranks";
     argv[k++] = "0";
     argv[k++] = "--quiet";
     for (int i = 0; i < o->npassthru; i++)

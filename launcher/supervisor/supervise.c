@@ -79,6 +79,9 @@ static int s_start_generation(struct sup *s)
     struct job *job = s->job;
     if (!job->multi && wenv_pick_ports(job) < 0)
         return -1;
+    if (!job->multi) /* the ports of this generation are known only now: the ASSIGN's line could not say them */
+        log_info("generation %d: MASTER_ADDR=%s MASTER_PORT=%d", job->generation, job->master_addr,
+                 job->master_port);
     s->first_status = -1;
     if (s->ctl->gen_start)
         s->ctl->gen_start(s->ctl->arg, job);

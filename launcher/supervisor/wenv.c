@@ -125,7 +125,7 @@ char **wenv_build(const struct job *job, const struct worker *w)
     s_put(&b, "LOCAL_WORLD_SIZE", "%d", local_world);
     s_put(&b, "GROUP_RANK", "%d", job->node_rank);
     s_put(&b, "GROUP_WORLD_SIZE", "%d", job->nnodes);
-    s_put(&b, "ROLE_NAME", "default");
+    s_put(&b, "ROLE_NAME", "%s", job->opt.role[0] ? job->opt.role : "default");
     s_put(&b, "ROLE_RANK", "%d", w->rank);
     s_put(&b, "ROLE_WORLD_SIZE", "%d", world);
     s_put(&b, "MASTER_ADDR", "%s", job->master_addr);
@@ -239,7 +239,9 @@ int wenv_pick_ports(struct job *job)
         free(ports);
         return -1;
     }
-    job->master_port = ports[0];
+    job->master_port = job->opt.worker_master_port ? job->opt.worker_master_port : ports[0]; /* torchrun's */
+    if (job->opt.worker_master_addr[0])
+        snprintf(job->master_addr, sizeof job->master_addr, "%s", job->opt.worker_master_addr);
     memcpy(job->endpoint_ports, ports + 1, (size_t)job->nworkers * sizeof *ports);
     free(ports);
     size_t cap = (size_t)job->nworkers * (strlen(job->host_addr) + 8) + 1;

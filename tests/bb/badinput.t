@@ -24,7 +24,7 @@ cases=(
     "typo.ini:3: unknown key 'gpu'|--config typo.ini true"
     "unknown section \[other\]|--config section.ini true"
     "garbage.ini' line 2|--config garbage.ini true"
-    "rank 9 does not exist|--nproc-per-node 2 --tee 9 true"
+    "rank 9 does not exist|--nproc-per-node 2 --console-ranks 9 true"
     "'-1'|--max-restarts -1 true"
     "'abc'|--grace abc true"
     "names 2 GPUs|--gpus 0,1 --nproc-per-node 3 true"

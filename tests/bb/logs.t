@@ -38,7 +38,7 @@ run_plaunch --nproc-per-node 4 --tee all ./chatty.sh
 is "$(printf '%s\n' "$out" | wc -l)" 12000 "--tee all: 12000 lines on the console"
 torn=$(printf '%s\n' "$out" | grep -cvE '^\[rank ([0-3])\] rank \1 line [0-9]+ 0{300}$')
 is "$torn" 0 "no torn or mixed lines"
-run_plaunch --nproc-per-node 4 --tee 1,3 ./chatty.sh
-is "$(printf '%s\n' "$out" | cut -d' ' -f1-2 | sort -u | tr '\n' ' ')" "[rank 1] [rank 3] " "--tee 1,3 shows ranks 1 and 3 only"
+run_plaunch --nproc-per-node 4 --console-ranks 1,3 ./chatty.sh
+is "$(printf '%s\n' "$out" | cut -d' ' -f1-2 | sort -u | tr '\n' ' ')" "[rank 1] [rank 3] " "--console-ranks 1,3 shows ranks 1 and 3 only"
 like "$(cat log/plaunch.log)" "rank 3 \(pid [0-9]+\) exited with code 0" "plaunch.log records the launcher's events"
 done_testing

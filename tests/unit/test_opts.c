@@ -79,7 +79,7 @@ static void test_defaults(void **state)
 {
     s_expect_ok(ARGV("prog"), s_noenv);
     assert_string_equal(s_o.log_dir, "log");
-    assert_string_equal(s_o.tee, "0");
+    assert_string_equal(s_o.tee, "first");
     assert_true(s_o.grace == 10.0);
     assert_int_equal(s_o.max_restarts, 0);
     assert_string_equal(s_o.gpus, "");
@@ -194,7 +194,7 @@ static void test_precedence(void **state)
 
 static void test_config_without_section_and_aliases(void **state)
 {
-    char *cfg = s_config("nosect.ini", "devices = 3\nmax_restart = 8\nquiet = yes\ntee = 0,2\n");
+    char *cfg = s_config("nosect.ini", "devices = 3\nmax_restart = 8\nquiet = yes\nconsole_ranks = 0,2\n");
     s_expect_ok(ARGV("--config", cfg, "prog"), s_noenv);
     assert_string_equal(s_o.gpus, "3");
     assert_int_equal(s_o.max_restarts, 8);
@@ -319,7 +319,16 @@ static void test_torchrun_master_spellings(void **state)
 
     s_expect_fail(ARGV("--master", "a:1", "--master-addr", "b", "prog"), s_noenv, "both name the coordinator", NULL);
     s_expect_fail(ARGV("--master-addr", "a:1", "--master-port", "2", "prog"), s_noenv, "different ports", NULL);
-    s_expect_fail(ARGV("--master-port", "7000", "prog"), s_noenv, "--master-port 7000 needs --master-addr", NULL);
+    /* one node: torchrun's static rendezvous gives the workers these as MASTER_ADDR/MASTER_PORT */
+    s_expect_ok(ARGV("--master-port", "7000", "prog"), s_noenv);
+    assert_int_equal(s_o.worker_master_port, 7000);
+    assert_string_equal(s_o.master, "");
+    s_expect_ok(ARGV("--master-addr", "localhost", "prog"), s_noenv);
+    assert_string_equal(s_o.worker_master_addr, "localhost");
+    assert_int_equal(s_o.worker_master_port, 29500);
+    assert_string_equal(s_o.master, "");
+    s_expect_fail(ARGV("--nnodes", "2", "--master-port", "7000", "prog"), s_noenv, "--master-port 7000 with --nnodes 2 "
+                  "needs --master-addr", NULL);
     s_expect_fail(ARGV("--master", "a:1", "--master-port", "7000", "prog"), s_noenv, "--master HOST:PORT", NULL);
     s_expect_fail(ARGV("--master-addr", "a:b", "prog"), s_noenv, "--master-addr 'a:b'", "HOST:PORT", NULL);
     s_expect_fail(ARGV("--master-addr", "fe80::1", "prog"), s_noenv, "--master-addr 'fe80::1'", NULL);
