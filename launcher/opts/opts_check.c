@@ -132,3 +132,13 @@ int opts_check_heartbeat(const struct opts *o, char *err, size_t errlen)
                  o->heartbeat);
     return -1;
 }
+
+int opts_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
+{
+    if (strlen(val) >= cap) {
+        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
+        return -1;
+    }
+    memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}

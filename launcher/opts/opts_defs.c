@@ -10,15 +10,7 @@
 #include "gpus.h"
 #include "idlist.h"
 
-static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (strlen(val) >= cap) {
-        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
-        return -1;
-    }
-    memcpy(dst, val, strlen(val) + 1);
-    return 0;
-}
+#define s_copy opts_copy
 
 /* The parsers with ranges live in opts_check.c, next to the bounds they come from. */
 #define s_int opts_parse_int

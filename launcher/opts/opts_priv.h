@@ -72,6 +72,8 @@ int opts_ini_read(const char *path, opts_ini_key_fn key, void *arg, char *err, s
 #define OPTS_MAX_WAIT_S 86400               /* --rdzv-timeout, --elastic-timeout: a day */
 #define OPTS_MAX_JOB_ID WIRE_MAX_JOB_ID
 #define OPTS_MAX_HOST WIRE_MAX_HOST
+/* val into dst of cap bytes, or -1 with "ORIGIN: value is longer than ..." */
+int opts_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen);
 /* true/1/yes or false/0/no into *out. */
 int opts_parse_bool(const char *val, int *out, const char *origin, char *err, size_t errlen);
 /* A whole decimal number in [lo, hi]; what names it in the message ("the number of workers"). */

@@ -11,15 +11,7 @@
 
 #define TORCH_DEFAULT_C10D_PORT 29400 /* torchrun's port of an --rdzv-endpoint without one */
 
-static int s_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (strlen(val) >= cap) {
-        snprintf(err, errlen, "%s: value is longer than %zu characters", origin, cap - 1);
-        return -1;
-    }
-    memcpy(dst, val, strlen(val) + 1);
-    return 0;
-}
+#define s_copy opts_copy
 
 int opts_torch_streams(const char *spec, int local_rank)
 {
