@@ -96,6 +96,8 @@ static int s_run(int argc, char **argv)
     }
     if (o.sched_note[0] && !o.quiet)
         fprintf(stderr, "plaunch: note: %s\n", o.sched_note);
+    if (o.paddle_note[0])
+        fprintf(stderr, "plaunch: warning: %s\n", o.paddle_note);
     if (o.sched_srun)
         return s_run_srun(&o, argc, argv);
     /* A coordinator holds one connection per node: take every descriptor the hard limit allows. */

@@ -156,6 +156,23 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
     return 0;
 }
 
+/* One PADDLE_* / POD_IP variable, applied over whatever set its option before (Paddle's precedence). */
+static int s_paddle_var(void *arg, const char *option, const char *var, const char *value, char *err, size_t errlen)
+{
+    struct opts *o = arg;
+    const struct optdef *d = s_find(option, strlen(option));
+    char origin[80];
+    assert(d); /* opts_paddle names only options of the table */
+    int k = (int)(d - opts_defs);
+    if (strncmp(o->origins[k], "--", 2) == 0 && strcmp(o->values[k], value) != 0) {
+        size_t used = strlen(o->paddle_note);
+        snprintf(o->paddle_note + used, sizeof o->paddle_note - used, "%s%s %.40s on the command line is overridden "
+                 "by %s=%.40s (Paddle's precedence)", used ? "; " : "", o->origins[k], o->values[k], var, value);
+    }
+    snprintf(origin, sizeof origin, "environment %s", var);
+    return s_apply(o, d, value, origin, err, errlen);
+}
+
 struct cli_pair {
     const struct optdef *def;
     const char *val;
@@ -262,6 +279,9 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     for (int k = 0; k < npairs; k++)
         if (s_apply(o, pairs[k].def, pairs[k].val, pairs[k].origin, err, errlen) < 0)
             return -1;
+    /* Paddle's variables win over the command line, as in Paddle (its launcher warns, so does plaunch) */
+    if (opts_paddle_env(envp, s_paddle_var, o, err, errlen) < 0)
+        return -1;
     if (s_apply_sched(o, envp, err, errlen) < 0)
         return -1;
 

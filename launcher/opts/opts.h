@@ -32,6 +32,8 @@ struct opts {
     char role[64];             /* --role: ROLE_NAME */
     int worker_master_port;    /* one node: the workers' MASTER_PORT (--master-port), 0 = a free one per generation */
     char worker_master_addr[256]; /* one node: the workers' MASTER_ADDR (--master-addr), "" = --host */
+    int log_overwrite;         /* Paddle's --log_overwrite: empty the logs of earlier runs (default: keep them) */
+    char paddle_note[600];     /* what PADDLE_* variables overrode on the command line (Paddle's precedence) */
     int max_restarts;
     double grace;              /* seconds */
     char config[PATH_MAX];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 
@@ -20,15 +21,16 @@ _Static_assert(OPTS_MAX_HEARTBEAT_S < OPTS_MAX_HEARTBEAT_TIMEOUT_S, "--heartbeat
 
 int opts_parse_bool(const char *val, int *out, const char *origin, char *err, size_t errlen)
 {
-    if (strcmp(val, "1") == 0 || strcmp(val, "true") == 0 || strcmp(val, "yes") == 0)
-        *out = 1;
-    else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
-        *out = 0;
-    else {
-        snprintf(err, errlen, "%s '%s': expected true or false", origin, val);
-        return -1;
-    }
-    return 0;
+    /* the words Python's strtobool takes (Paddle's flags), in any case */
+    static const char *const yes[] = { "1", "true", "yes", "y", "t", "on" }, *const no[] = { "0", "false", "no",
+                                                                                           "n", "f", "off" };
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (strcasecmp(val, yes[i]) == 0 || strcasecmp(val, no[i]) == 0) {
+            *out = strcasecmp(val, yes[i]) == 0;
+            return 0;
+        }
+    snprintf(err, errlen, "%s '%s': expected true or false", origin, val);
+    return -1;
 }
 
 int opts_parse_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what, char *err,

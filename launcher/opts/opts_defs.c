@@ -137,6 +137,10 @@ static int s_set_elastic_timeout(struct opts *o, const char *val, const char *or
 
 static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
+    char hp[sizeof o->master];
+    if (opts_paddle_master(val, hp, sizeof hp, origin, err, errlen) < 0) /* http://, etcd:// (Paddle's) */
+        return -1;
+    val = hp;
     const char *colon = strrchr(val, ':');
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : 0;
@@ -394,6 +398,33 @@ const struct optdef opts_defs[] = {
       "What a hung job does once its stacks are taken: restart (like a failure of the odd rank, while "
       "--max-restarts lasts) or stop (exit status 124) (default: restart). Without it, silence in a job that "
       "reports no steps only takes the stacks and warns; the job goes on (docs/hang.md).", "restart", 0 },
+    /* paddle.distributed.launch's own */
+    { "run_mode", NULL, NULL, 1, opts_paddle_set_run_mode, "collective",
+      "Paddle's run mode: collective (the only one plaunch runs; ps, ps-heter, rpc are refused).", NULL, 0 },
+    { "log_level", NULL, NULL, 1, opts_paddle_set_log_level, "LEVEL",
+      "Paddle's launcher log level: ERROR or CRITICAL is --quiet; DEBUG, INFO, WARNING show plaunch's notes.", NULL,
+      0 },
+    { "legacy", NULL, NULL, 1, opts_paddle_set_legacy, "BOOL",
+      "Paddle's legacy launcher: false accepted; true refused (plaunch speaks the current launcher).", NULL, 0 },
+    { "log_overwrite", NULL, NULL, 1, opts_paddle_set_log_overwrite, "BOOL",
+      "Paddle's: true empties the logs an earlier run left in --log-dir; false (default, as Paddle) keeps them: a "
+      "new run appends after a marker line.", NULL, 0 },
+    { "sort_ip", NULL, NULL, 1, opts_paddle_set_sort_ip, "BOOL",
+      "Paddle's: accepted; plaunch ranks nodes by address whatever it says.", NULL, 0 },
+    { "enable_gpu_log", NULL, NULL, 1, opts_paddle_set_gpu_log, "BOOL",
+      "Paddle's: false turns the GPU monitor off (--monitor 0).", NULL, 0 },
+    { "elastic_level", NULL, NULL, 1, opts_paddle_set_elastic_level, "-1",
+      "Paddle's: -1 accepted; elastic jobs are --nnodes MIN:MAX.", NULL, 0 },
+    { "servers", "trainers", "server_num", 1, opts_paddle_refuse_ps, "...",
+      "Paddle's parameter-server options (also --trainer_num, --gloo_port, --with_gloo): refused.", NULL, 0 },
+    { "trainer_num", "gloo_port", "with_gloo", 1, opts_paddle_refuse_ps, "...",
+      "Paddle's parameter-server options: refused.", NULL, 0 },
+    { "auto_parallel_config", "auto_cluster_config", "auto_tuner_json", 1, opts_paddle_refuse_auto, "...",
+      "Paddle's auto-parallel tuner: refused.", NULL, 0 },
+    { "npus", "xpus", NULL, 1, opts_paddle_refuse_device, "...",
+      "Paddle's other accelerators: refused (NVIDIA GPUs: --gpus/--devices).", NULL, 0 },
+    { "start_port", NULL, NULL, 1, opts_paddle_refuse_start_port, "PORT",
+      "Paddle's fixed endpoint ports: refused (each rank gets a free port).", NULL, 0 },
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },

@@ -46,6 +46,24 @@ int opts_torch_set_monitor_interval(struct opts *o, const char *val, const char 
 int opts_torch_set_start_method(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_set_role(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_resolve(struct opts *o, int timeout_given, char *err, size_t errlen);
+/* opts_paddle.c: Paddle's own options (setters validate or refuse with a sentence), its --master forms into out
+ * (HOST:PORT), and its variables: apply(arg, option, variable, value) for each PADDLE_* / POD_IP set, unless the
+ * environment is a launcher's worker's. 0, or -1 with a message. */
+int opts_paddle_set_run_mode(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_log_level(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_legacy(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_log_overwrite(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_sort_ip(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_gpu_log(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_set_elastic_level(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_refuse_ps(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_refuse_auto(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_refuse_device(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_refuse_start_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_paddle_master(const char *val, char *out, size_t cap, const char *origin, char *err, size_t errlen);
+typedef int (*opts_paddle_apply_fn)(void *arg, const char *option, const char *var, const char *value, char *err,
+                                    size_t errlen);
+int opts_paddle_env(char **envp, opts_paddle_apply_fn apply, void *arg, char *err, size_t errlen);
 /* opts_prog.c: the program's interpreter (--python, -m/--module, --no-python, --run-path); resolve puts the
  * interpreter in front of a script, a module or a --run-path program: 0, or -1 with a message. */
 int opts_prog_set_python(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
