@@ -79,30 +79,34 @@ int opts_paddle_set_elastic_level(struct opts *o, const char *val, const char *o
     return -1;
 }
 
+/* An option of a mode plaunch does not run: "ORIGIN: WHY". */
+static int s_refuse(const char *origin, const char *why, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s", origin, why);
+    return -1;
+}
+
 int opts_paddle_refuse_ps(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s: a parameter-server option; plaunch runs collective jobs only: drop it", origin);
-    return -1;
+    return s_refuse(origin, "a parameter-server option; plaunch runs collective jobs only: drop it", err, errlen);
 }
 
 int opts_paddle_refuse_auto(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s: Paddle's auto-parallel tuner is not part of plaunch: run the tuner with Paddle's "
-             "launcher, or drop it", origin);
-    return -1;
+    return s_refuse(origin, "Paddle's auto-parallel tuner is not part of plaunch: run the tuner with Paddle's "
+                    "launcher, or drop it", err, errlen);
 }
 
 int opts_paddle_refuse_device(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s: plaunch runs NVIDIA GPUs (--gpus/--devices) and CPU workers only: drop it", origin);
-    return -1;
+    return s_refuse(origin, "plaunch runs NVIDIA GPUs (--gpus/--devices) and CPU workers only: drop it", err,
+                    errlen);
 }
 
 int opts_paddle_refuse_start_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s: plaunch gives each rank a free port of its own (PADDLE_CURRENT_ENDPOINT), never a "
-             "fixed range that another job may hold: drop it", origin);
-    return -1;
+    return s_refuse(origin, "plaunch gives each rank a free port of its own (PADDLE_CURRENT_ENDPOINT), never a "
+                    "fixed range that another job may hold: drop it", err, errlen);
 }
 
 /* Paddle's variables and the options they stand for (context/args_envs.py's env_args_mapping). */
