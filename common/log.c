@@ -22,14 +22,15 @@ static int s_lost_errno;
 
 static const char *const s_names[] = { "debug", "info", "warn", "error" };
 
-int log_open(const char *dir, const char *name, char *err, size_t errlen)
+int log_open(const char *dir, const char *name, int overwrite, char *err, size_t errlen)
 {
     int dfd = ownfile_open_dir(dir, "log directory", "choose another --log-dir", err, errlen);
     if (dfd < 0)
         return -1;
-    /* One job per file: emptied, but only once it is proved to be ours. O_APPEND: nodes of a job that share a
-     * machine and a --log-dir write this file side by side. */
-    int fd = ownfile_open(dfd, dir, name, OWNFILE_TRUNC | OWNFILE_APPEND, "choose another --log-dir", err, errlen);
+    /* Earlier runs' lines are kept (emptied only when asked, and only once the file is proved ours). O_APPEND:
+     * nodes of a job that share a machine and a --log-dir write this file side by side. */
+    int fd = ownfile_open(dfd, dir, name, (overwrite ? OWNFILE_TRUNC : 0) | OWNFILE_APPEND, "choose another --log-dir",
+                          err, errlen);
     close(dfd);
     if (fd < 0)
         return -1;

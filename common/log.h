@@ -10,7 +10,7 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 /* Opens DIR/NAME as the event log (emptied first, then appended; see ownfile.h for what is refused); until then
  * events go to stderr only. Returns 0, or -1 with a message in err. */
-int log_open(const char *dir, const char *name, char *err, size_t errlen);
+int log_open(const char *dir, const char *name, int overwrite, char *err, size_t errlen);
 /* Finishes the console (console_finish: a stalled reader gets a deadline) and closes the file. */
 void log_close(void);
 /* Bytes of the event log lost to write errors (a full file system): a failure is reported on stderr at once. */

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +314,45 @@ static void s_log_name(struct job *job, const struct opts *o)
         snprintf(job->log_name, sizeof job->log_name, "plaunch.log");
 }
 
+/* name, a regular file of ours in dfd, becomes name.prev (an older .prev goes): what an earlier run left is kept
+ * while this run writes its own (a link or another user's file is left for the open to refuse). */
+static void s_set_aside(int dfd, const char *log_dir, const char *name)
+{
+    struct stat st;
+    char prev[300];
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        snprintf(prev, sizeof prev, "%s.prev", name) >= (int)sizeof prev)
+        return;
+    if (renameat(dfd, name, dfd, prev) < 0)
+        log_warn("cannot keep %s/%s of an earlier run as %s: %s; this run writes over it", log_dir, name, prev,
+                 strerror(errno));
+}
+
+/* The files that describe one run, left by an earlier run in the log directory: this node's monitor files and,
+ * on one node, the hang reports, set aside as NAME.prev so that plaunch report and the root cause read this
+ * run's (workerlogs and plaunch.log are appended to instead, each run after its marker line). */
+static void s_keep_earlier_run(struct job *job, int dfd)
+{
+    char name[300];
+    if (job->opt.log_overwrite)
+        return;
+    snprintf(name, sizeof name, "monitor.%s.csv", job->node_label);
+    s_set_aside(dfd, job->log_dir, name);
+    snprintf(name, sizeof name, "monitor.%s.csv.1", job->node_label);
+    s_set_aside(dfd, job->log_dir, name);
+    int d2 = job->multi ? -1 : dup(dfd); /* on many nodes the coordinator's node alone would know its reports */
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d && d2 >= 0)
+        close(d2);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "hang.", 5) == 0 && n > 9 && strcmp(e->d_name + n - 4, ".txt") == 0)
+            s_set_aside(dfd, job->log_dir, e->d_name);
+    }
+    if (d)
+        closedir(d);
+}
+
 /* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. A
  * refused workerlog leaves every workerlog as it was (plaunch.log is this run's, as always). */
 static int s_open_logs(struct job *job, char *err, size_t errlen)
@@ -320,8 +360,9 @@ static int s_open_logs(struct job *job, char *err, size_t errlen)
     int dfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
     if (dfd < 0)
         return -1;
+    s_keep_earlier_run(job, dfd);
     close(dfd);
-    if (log_open(job->log_dir, job->log_name, err, errlen) < 0)
+    if (log_open(job->log_dir, job->log_name, job->opt.log_overwrite, err, errlen) < 0)
         return -1;
     return job->multi ? 0 : output_open_logs(job, err, errlen);
 }

@@ -107,7 +107,8 @@ void opts_usage(const char *prog)
     printf("Exit status: the first failing worker's exit code (128+N when killed by signal N);\n"
            "2 for bad options or input; 126/127 when PROGRAM cannot be run or is not found;\n"
            "125 when the launcher itself fails; 128+N when plaunch was stopped by signal N.\n"
-           "Logs: LOG_DIR/workerlog.<rank> (every byte each worker wrote), LOG_DIR/plaunch.log.\n"
+           "Logs: LOG_DIR/workerlog.<rank> (every byte each worker wrote), LOG_DIR/plaunch.log (plaunch.NODE.log on\n"
+           "a multi-node job); a run appends to an earlier run's logs, after a marker line.\n"
            "See plaunch(1) and docs/environment.md for the variables each worker gets.\n");
 }
 

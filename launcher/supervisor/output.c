@@ -48,8 +48,12 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
             close(fds[i]);
             continue;
         }
-        if (job->generation == 0 && ownfile_empty(fds[i]) < 0)
+        /* An earlier run's lines stay (Paddle appends too): this run's start after its marker line, and every
+         * reader of this run (the failure's tail, the tracebacks) starts there. --log_overwrite empties. */
+        if (job->generation == 0 && job->opt.log_overwrite && ownfile_empty(fds[i]) < 0)
             log_warn("cannot empty %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
+        else if (lseek(fds[i], 0, SEEK_END) < 0)
+            log_warn("cannot go to the end of %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
         if (w->log_fd >= 0)
             close(w->log_fd);
         w->log_fd = fds[i];

@@ -40,7 +40,8 @@ refused d4 "a FIFO planted as workerlog.0" "$T/d4/workerlog.0 is not a regular f
 mkdir -p d5 && chmod 1777 d5 && echo "old run" >d5/workerlog.0
 run_plaunch --log-dir d5 --nproc-per-node 2 ./w.sh
 is "$rc" 0 "a sticky world-writable log directory of this user: accepted"
-is "$(tail -n +2 d5/workerlog.0)" "rank 0 ran" "an old workerlog of this user is truncated and reused"
+is "$(head -1 d5/workerlog.0) / $(tail -n 1 d5/workerlog.0)" "old run / rank 0 ran" \
+    "an old workerlog of this user is kept: the run appends after its marker line"
 
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
     # Another user's directory with links planted in it: the attack of issue 8 (root truncated the targets).

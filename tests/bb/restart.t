@@ -29,6 +29,7 @@ is "$(grep -c '^==== plaunch: job .* generation [01] ' log/workerlog.0)" 2 "work
 like "$(cat log/workerlog.1)" "rank 1 fails now" "the log keeps generation 0's output"
 
 rm -f env.*
+rm -rf log # a run appends to the logs of earlier runs: count this run's markers only
 FAIL_UNTIL=99 run_plaunch --nproc-per-node 3 --max-restarts 2 ./gen.sh
 is "$rc" 7 "budget exhausted: exit code of the failing worker"
 is "$(grep -c '^==== plaunch: job ' log/workerlog.0)" 3 "three generations ran (the first plus 2 restarts)"

@@ -25,7 +25,7 @@ static int setup(void **state)
     char err[256];
     snprintf(s_path, sizeof s_path, "%s/plaunch.log", s_dir);
     log_set_stderr_level(LOG_ERROR + 1);
-    return log_open(s_dir, "plaunch.log", err, sizeof err);
+    return log_open(s_dir, "plaunch.log", 1, err, sizeof err);
 }
 
 static int teardown(void **state)
