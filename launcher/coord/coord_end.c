@@ -154,7 +154,8 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     else
         snprintf(where, sizeof where, "on %s", p->host);
     s_quote_error_file(cs, p, x, errq, sizeof errq);
-    snprintf(cs->failure, sizeof cs->failure,
+    /* cut to the buffer on a long tail: still a block that ends a line */
+    if (snprintf(cs->failure, sizeof cs->failure,
              "plaunch: ===== job %s failed: root cause =====\n"
              "  first failure : rank %u %s, generation %u\n"
              "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
@@ -162,7 +163,8 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
              "%s"
              "  last lines of its log:\n%s",
              cs->job_id, x->global_rank, where, cs->generation, x->pid, how, when, (double)x->runtime_ms / 1000,
-             logpath, errq, tail[0] ? tail : "    (empty)\n");
+             logpath, errq, tail[0] ? tail : "    (empty)\n") >= (int)sizeof cs->failure)
+        cs->failure[sizeof cs->failure - 2] = '\n';
     cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
     cs->status_set = 1;
 }
@@ -223,8 +225,9 @@ static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
     log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
     int was_running = cs->state == CS_RUNNING;
     char text[512];
-    snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
-             cs->generation, why);
+    if (snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
+                 cs->generation, why) >= (int)sizeof text)
+        memcpy(text + sizeof text - 4, "...", 4); /* a cut reason says so */
     coord_peers_drop(cs, peer, NULL);
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) {
         coord_assign_check_ready(cs);

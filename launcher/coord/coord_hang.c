@@ -124,10 +124,11 @@ static void s_stragglers(coord_server_t *cs, struct coord_hang *h, uint64_t now)
         int slow = rates[i] < th->step_rate_frac * median;
         if (slow && !r->slow) {
             char line[400];
-            snprintf(line, sizeof line, "  step-straggler   rank %d (on %s): %.3g steps/s over the last %.0f s, %.0f %% "
-                     "of the median %.3g of %d ranks: the others wait for it; look at its input, its GPU's clocks "
-                     "and its node's load\n", i, r->node, rates[i], th->step_window_s, 100 * rates[i] / median,
-                     median, n);
+            if (snprintf(line, sizeof line, "  step-straggler   rank %d (on %.64s): %.3g steps/s over the last %.0f s, "
+                         "%.0f %% of the median %.3g of %d ranks: the others wait for it; look at its input, its GPU's "
+                         "clocks and its node's load\n", i, r->node, rates[i], th->step_window_s,
+                         100 * rates[i] / median, median, n) >= (int)sizeof line)
+                line[sizeof line - 2] = '\n';
             log_warn("straggler: %s", line + 19);
             size_t len = strlen(cs->steplag);
             if (len + strlen(line) < sizeof cs->steplag)
@@ -380,9 +381,10 @@ static void s_conclude(coord_server_t *cs, struct coord_hang *h)
     }
     const char *act = cs->job->opt.on_hang;
     int restart = strcmp(act, "restart") == 0 && cs->restarts_left > 0;
-    snprintf(cs->failure, sizeof cs->failure,
-             "plaunch: ===== job %s hung: root cause =====\n  %s, generation %u\n%s  stacks        : %s\n",
-             cs->job_id, h->why, cs->generation, summary, path);
+    if (snprintf(cs->failure, sizeof cs->failure,
+                 "plaunch: ===== job %s hung: root cause =====\n  %s, generation %u\n%s  stacks        : %s\n",
+                 cs->job_id, h->why, cs->generation, summary, path) >= (int)sizeof cs->failure)
+        cs->failure[sizeof cs->failure - 2] = '\n'; /* cut: still whole lines' end */
     cs->hang_busy = 0;
     if (restart) {
         log_block(cs->failure, !cs->job->opt.quiet);
