@@ -57,7 +57,7 @@ row_cmd() {
     case $1 in
     files) CMD=(bash -c 'RANK=0 "$1" "$2" >"$3/a" & RANK=1 "$1" "$2" >"$3/b" & wait' files "$w" "$BYTES" "$2") ;;
     plaunch) CMD=("$PLAUNCH" --nproc-per-node 2 --tee none --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
-    tee0) CMD=("$PLAUNCH" --nproc-per-node 2 --tee 0 --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
+    tee0) CMD=("$PLAUNCH" --nproc-per-node 2 --console-ranks 0 --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     old) CMD=("$BENCH_TMP/plaunch-old" --nproc-per-node 2 --tee none --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     oldtee0) CMD=("$BENCH_TMP/plaunch-old" --nproc-per-node 2 --tee 0 --quiet --log-dir "$2/logs" "$w" "$BYTES") ;;
     esac

@@ -250,8 +250,10 @@ static int s_setup_workers(struct job *job, const struct opts *o, char **envp, c
 }
 
 /* torchrun's console: what a local rank shows is what it neither redirects nor misses from --tee (torchrun's
- * (3 & ~redirects) | tee), for the ranks --local-ranks-filter names (all without it). */
-static void s_torch_console(struct job *job, const struct opts *o)
+ * (3 & ~redirects) | tee), for the ranks --local-ranks-filter names (all without it). A worker's stdout and
+ * stderr share one pipe (one workerlog in the order they were written), so one stream alone cannot be shown:
+ * such a choice is refused rather than shown as both. */
+static int s_torch_console(struct job *job, const struct opts *o, char *err, size_t errlen)
 {
     static int ids[OPTS_MAX_WORKERS];
     char why[256];
@@ -262,8 +264,17 @@ static void s_torch_console(struct job *job, const struct opts *o)
         for (int k = 0; k < nf && !shown; k++)
             shown = ids[k] == i;
         int streams = (3 & ~opts_torch_streams(o->redirects, i)) | opts_torch_streams(o->torch_tee, i);
+        if (shown && (streams == 1 || streams == 2)) {
+            snprintf(err, errlen, "%s%s%s%s: local rank %d would show only its %s on the console; plaunch reads a "
+                     "worker's stdout and stderr through one pipe (one workerlog, in the order written), so it shows "
+                     "both or neither: use 3 or 0 (every stream is in workerlog.RANK either way)",
+                     o->redirects[0] ? "--redirects " : "", o->redirects, o->torch_tee[0] ? " --tee " : "",
+                     o->torch_tee, i, streams == 1 ? "stdout" : "stderr");
+            return -1;
+        }
         job->workers[i].tee = shown ? streams : 0;
     }
+    return 0;
 }
 
 int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
@@ -272,10 +283,8 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
         job->workers[i].tee = 0;
     static int ids[OPTS_MAX_WORKERS];
     int n = 0;
-    if (o->torch_tee[0] || o->redirects[0] || o->ranks_filter[0]) {
-        s_torch_console(job, o);
-        return 0;
-    }
+    if (o->torch_tee[0] || o->redirects[0] || o->ranks_filter[0])
+        return s_torch_console(job, o, err, errlen);
     if (strcmp(o->tee, "all") == 0 || (strcmp(o->tee, "first") == 0 && job->nworkers > 0)) {
         for (int i = 0; i < job->nworkers; i++)
             job->workers[i].tee = o->tee[0] == 'a' || i == 0 ? 3 : 0;
