@@ -127,14 +127,24 @@ static void test_marker_is_one_line(void **state)
     assert_int_equal(s_w.gen_log_start, (off_t)len);
     free(log);
 
-    /* A restart appends; generation 0 opened the file afresh. */
+    /* A restart appends. */
     FEED("out0\n");
     s_new_generation(1);
     log = s_read_log(&len);
     assert_non_null(strstr(log, "out0\n==== plaunch: job jobt generation 1 (restart 1 of 2) rank 3 pid 4242"));
     assert_int_equal(s_w.gen_log_start, (off_t)len);
     free(log);
+    /* A new run (generation 0 again) keeps the earlier run's lines and appends after its own marker ... */
     s_new_generation(0);
+    log = s_read_log(&len);
+    assert_non_null(strstr(log, "out0\n==== plaunch: job jobt generation 1"));
+    assert_non_null(strstr(log, "started 20"));
+    assert_int_equal(s_w.gen_log_start, (off_t)len);
+    free(log);
+    /* ... unless Paddle's --log_overwrite asked for an empty log */
+    s_job.opt.log_overwrite = 1;
+    s_new_generation(0);
+    s_job.opt.log_overwrite = 0;
     log = s_read_log(&len);
     assert_null(strstr(log, "out0"));
     free(log);
