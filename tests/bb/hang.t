@@ -21,19 +21,15 @@ import datetime, os, threading, time
 def stuck_in_load_batch():
     time.sleep(3600)
 
-# start-up (importing torch, the rendezvous) may take longer than the timeout on a loaded machine: a thread reports
-# steps until the process group is up, as a program with a long set-up would
-ready = threading.Event()
-def beat():
-    n = 0
-    while not ready.wait(0.5):
-        n += 1
-        with open(os.environ["PLAUNCH_PROGRESS_FILE"], "w") as f:
-            f.write("%d\n" % n)
-threading.Thread(target=beat, daemon=True).start()
+# start-up (importing torch, the rendezvous) may take longer than the timeout on a loaded machine: a child process
+# reports steps until the process group is up, as a program with a long set-up would (not a thread: importing
+# torch's extension holds the GIL for many seconds on a busy machine, and a thread's steps would stop with it)
+import subprocess
+beat = subprocess.Popen(["sh", "-c", 'n=0; while :; do n=$((n+1)); echo $n >"$PLAUNCH_PROGRESS_FILE"; sleep 0.5; done'])
 import torch, torch.distributed as dist
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
-ready.set()
+beat.kill()
+beat.wait()
 print("rank", dist.get_rank(), "ready", flush=True)
 if dist.get_rank() == 2:
     stuck_in_load_batch()
