@@ -27,7 +27,7 @@
 
 static void s_link_msg(void *arg, const wire_msg_t *m)
 {
-    agent_proto_on_msg(arg, m);
+    agent_inbox_on_msg(arg, m);
 }
 
 static void s_link_drop(void *arg, const char *reason, int fatal)
@@ -48,7 +48,7 @@ static void s_link_drop(void *arg, const char *reason, int fatal)
 
 static void s_local_msg(void *arg, const wire_msg_t *m)
 {
-    agent_proto_on_msg(arg, m);
+    agent_inbox_on_msg(arg, m);
 }
 
 /* ---- reaching the coordinator ---------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
-/* agent_priv: the agent's state, shared by agent.c (set-up, supervisor hooks, the link's callbacks) and the
- * floor below it, agent_proto.c (what the agent says to the coordinator and how it takes the answers). agent_proto.c
- * never calls agent.c. Not for other modules. */
+/* agent_priv: the agent's state, shared by agent.c (set-up, supervisor hooks, the link's callbacks),
+ * agent_inbox.c (how it takes the coordinator's messages) and the floor below both, agent_proto.c (what the agent
+ * says to the coordinator). agent_proto.c calls neither. Not for other modules. */
 #ifndef PLAUNCH_AGENT_PRIV_H
 #define PLAUNCH_AGENT_PRIV_H
 
@@ -87,11 +87,15 @@ void agent_proto_send_bye(agent_t *ac, int code);
 void agent_proto_send_join(agent_t *ac);
 /* Ends this node's part of the job with code. */
 void agent_proto_finish(agent_t *ac, int code);
+/* This node ends as stopped by sig: its BYE says so, its exit status is 128 + sig. */
+void agent_proto_end_by_signal(agent_t *ac, int sig);
 /* SIGTERM, SIGINT, ... with no worker running, on a node whose coordinator is elsewhere. */
 void agent_proto_stop_signal(agent_t *ac, int sig);
-/* A message from the coordinator. */
-void agent_proto_on_msg(agent_t *ac, const wire_msg_t *m);
 /* The heartbeat timer: sends heartbeats, decides that the coordinator is lost or the rendezvous too late. */
 int agent_proto_hb_tick(loop_t *loop, int id, void *arg);
+
+/* agent_inbox.c */
+/* A message from the coordinator. */
+void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m);
 
 #endif

@@ -1,4 +1,4 @@
-/* jobsetup: turns options into a job: GPU list, worker ranks, log and run directories, tee ranks. */
+/* jobsetup: turns options into a job: workers (jobworkers.c), log and run directories, tee ranks. */
 #ifndef PLAUNCH_JOBSETUP_H
 #define PLAUNCH_JOBSETUP_H
 

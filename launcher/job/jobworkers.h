@@ -1,0 +1,13 @@
+/* jobworkers: how many workers this node runs and which GPU each gets. */
+#ifndef PLAUNCH_JOBWORKERS_H
+#define PLAUNCH_JOBWORKERS_H
+
+#include <stddef.h>
+
+#include "job.h"
+
+/* Fills job->workers (ranks from job->rank_base), job->nworkers, job->gpu_mode and job->visible_devices from o
+ * and the environment envp; 0, or -1 with err filled (bad input: exit status 2). */
+int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen);
+
+#endif
