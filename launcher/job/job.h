@@ -18,17 +18,21 @@ struct linebuf {
     size_t len, cap;
 };
 
+#define JOB_TEE_OUT 1 /* struct worker's tee: the console shows its stdout (torchrun's --tee 1) */
+#define JOB_TEE_ERR 2 /* ... its stderr (--tee 2) */
+
 struct worker {
     int local_rank;
     int rank;                  /* global rank in the current generation */
     char gpu[64];              /* entry of CUDA_VISIBLE_DEVICES this worker uses; "" for CPU */
     enum worker_state state;
     pid_t pid;
-    int out_fd;                /* read end of the worker's stdout+stderr pipe; -1 when closed */
+    int out_fd;                /* read end of the worker's stdout pipe (and stderr's when err_fd < 0); -1 closed */
+    int err_fd;                /* read end of its stderr pipe: a worker the console shows has two; else -1 */
     int exec_fd;               /* close-on-exec pipe: errno of a failed exec, EOF when exec worked */
     int log_fd;                /* LOG_DIR/workerlog.<rank>, O_APPEND */
-    int tee;                   /* echo lines to the console */
-    struct linebuf line;
+    int tee;                   /* what the console shows of it: JOB_TEE_OUT | JOB_TEE_ERR */
+    struct linebuf line, eline; /* partial console lines of its stdout and its stderr */
     uint64_t start_ns, exit_ns;
     uint64_t out_ns;           /* when it last wrote output (the output pump woke for it); start_ns before */
     int status;                /* wait status */

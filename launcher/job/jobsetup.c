@@ -41,28 +41,23 @@ static int s_mkdirs(const char *path)
 }
 
 /* torchrun's console: what a local rank shows is what it neither redirects nor misses from --tee (torchrun's
- * (3 & ~redirects) | tee), for the ranks --local-ranks-filter names (all without it). A worker's stdout and
- * stderr share one pipe (one workerlog in the order they were written), so one stream alone cannot be shown:
- * such a choice is refused rather than shown as both. */
+ * (3 & ~redirects) | tee: 1 its stdout, 2 its stderr, each to plaunch's stream of the same name), for the ranks
+ * --local-ranks-filter names (all without it). Every stream is in workerlog.RANK either way. */
 static int s_torch_console(struct job *job, const struct opts *o, char *err, size_t errlen)
 {
     static int ids[OPTS_MAX_WORKERS];
     char why[256];
     int nf = o->ranks_filter[0] ? idlist_parse(o->ranks_filter, "local rank", OPTS_MAX_WORKERS, ids,
                                                OPTS_MAX_WORKERS, why, sizeof why) : -1;
+    if (o->ranks_filter[0] && nf < 0) {
+        snprintf(err, errlen, "--local-ranks-filter '%s': %s", o->ranks_filter, why);
+        return -1;
+    }
     for (int i = 0; i < job->nworkers; i++) {
         int shown = nf < 0;
         for (int k = 0; k < nf && !shown; k++)
             shown = ids[k] == i;
         int streams = (3 & ~opts_torch_streams(o->redirects, i)) | opts_torch_streams(o->torch_tee, i);
-        if (shown && (streams == 1 || streams == 2)) {
-            snprintf(err, errlen, "%s%s%s%s: local rank %d would show only its %s on the console; plaunch reads a "
-                     "worker's stdout and stderr through one pipe (one workerlog, in the order written), so it shows "
-                     "both or neither: use 3 or 0 (every stream is in workerlog.RANK either way)",
-                     o->redirects[0] ? "--redirects " : "", o->redirects, o->torch_tee[0] ? " --tee " : "",
-                     o->torch_tee, i, streams == 1 ? "stdout" : "stderr");
-            return -1;
-        }
         job->workers[i].tee = shown ? streams : 0;
     }
     return 0;
@@ -78,7 +73,7 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
         return s_torch_console(job, o, err, errlen);
     if (strcmp(o->tee, "all") == 0 || (strcmp(o->tee, "first") == 0 && job->nworkers > 0)) {
         for (int i = 0; i < job->nworkers; i++)
-            job->workers[i].tee = o->tee[0] == 'a' || i == 0 ? 3 : 0;
+            job->workers[i].tee = o->tee[0] == 'a' || i == 0 ? JOB_TEE_OUT | JOB_TEE_ERR : 0;
         return 0;
     }
     if (strcmp(o->tee, "none") == 0)
@@ -93,7 +88,7 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
         }
         int local = ids[k] - job->rank_base;
         if (local >= 0 && local < job->nworkers)
-            job->workers[local].tee = 3;
+            job->workers[local].tee = JOB_TEE_OUT | JOB_TEE_ERR;
     }
     return n < 0 ? -1 : 0;
 }

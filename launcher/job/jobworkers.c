@@ -212,7 +212,7 @@ int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *e
         struct worker *w = &job->workers[i];
         w->local_rank = i;
         w->rank = job->rank_base + i;
-        w->out_fd = w->exec_fd = w->log_fd = -1;
+        w->out_fd = w->err_fd = w->exec_fd = w->log_fd = -1;
         if (job->gpu_mode) {
             snprintf(w->gpu, sizeof w->gpu, "%s", entries[i]);
             if (i)

@@ -304,7 +304,8 @@ const struct optdef opts_defs[] = {
     { "job-id", "job_id", "rdzv-id", 1, s_set_job_id, "ID", "Job name shown to workers (default: random).", NULL, 0 },
     { "console-ranks", NULL, NULL, 1, s_set_tee, "RANKS",
       "Global ranks whose output is shown on the console with a [rank N] prefix: 0,3 or 0-3, all, none, or "
-      "first: each node's first rank (default: first). Every rank's output is always in its workerlog.", "first",
+      "first: each node's first rank (default: first); its stdout on stdout, its stderr on stderr. Every rank's "
+      "output is always in its workerlog.", "first",
       0 },
     { "tee", NULL, NULL, 1, opts_torch_set_tee, "N|L:N,...",
       "-t: torchrun's --tee: the streams of every local rank (or of L) shown on the console: 0 none, 1 stdout, 2 "

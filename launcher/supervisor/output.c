@@ -1,6 +1,7 @@
-/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
- * shown), and --tee ranks to the console line by line with a [rank N] prefix. Nothing is buffered on the way to the
- * log file; what a full file system refuses is counted, reported, and marked in the log. */
+/* output: each worker's output pipes into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
+ * shown), and the console's ranks line by line with a [rank N] prefix, stdout to stdout and stderr to stderr.
+ * Nothing is buffered on the way to the log file; what a full file system refuses is counted, reported, and marked
+ * in the log. */
 #include "output.h"
 
 #include <errno.h>
@@ -71,11 +72,13 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
 void output_close_logs(struct job *job)
 {
     for (int i = 0; i < job->nworkers; i++) {
-        if (job->workers[i].log_fd >= 0)
-            close(job->workers[i].log_fd);
-        job->workers[i].log_fd = -1;
-        free(job->workers[i].line.buf);
-        job->workers[i].line = (struct linebuf){ 0 };
+        struct worker *w = &job->workers[i];
+        if (w->log_fd >= 0)
+            close(w->log_fd);
+        w->log_fd = -1;
+        free(w->line.buf);
+        free(w->eline.buf);
+        w->line = w->eline = (struct linebuf){ 0 };
     }
 }
 
@@ -154,19 +157,23 @@ void output_marker(const struct job *job, struct worker *w)
      * be cut to one page. */
     if (w->out_fd >= 0 && geteuid() == 0)
         fcntl(w->out_fd, F_SETPIPE_SZ, OUTPUT_PIPE);
+    if (w->err_fd >= 0 && geteuid() == 0)
+        fcntl(w->err_fd, F_SETPIPE_SZ, OUTPUT_PIPE);
     s_log_write(w, line, (size_t)n);
     w->gen_log_start = lseek(w->log_fd, 0, SEEK_CUR); /* the tail shows the worker's bytes, not this line */
 }
 
-/* Console lines of one pump, "[rank N] text\n" each, go out in one write: whole lines only, so ranks never
- * interleave mid-line, and a chatty rank costs one write per pump rather than one per line. */
+/* Console lines of one pump (one pipe, so one console stream s_batch_fd), "[rank N] text\n" each, go out in one
+ * write: whole lines only, so ranks never interleave mid-line, and a chatty rank costs one write per pump rather
+ * than one per line. */
 static char s_batch[OUTPUT_CHUNK];
 static size_t s_batch_len;
+static int s_batch_fd = STDOUT_FILENO;
 
 static void s_tee_flush(void)
 {
     if (s_batch_len > 0)
-        console_put(STDOUT_FILENO, s_batch, s_batch_len);
+        console_put(s_batch_fd, s_batch, s_batch_len);
     s_batch_len = 0;
 }
 
@@ -187,13 +194,12 @@ static void s_tee_line(const struct worker *w, const char *text, size_t len)
         s_batch_len += total;
         return;
     }
-    console_put(STDOUT_FILENO, out, total); /* a line longer than the batch: on its own */
+    console_put(s_batch_fd, out, total); /* a line longer than the batch: on its own */
     free(out);
 }
 
-static void s_tee_feed(struct worker *w, const char *data, size_t len)
+static void s_tee_feed(struct worker *w, struct linebuf *lb, const char *data, size_t len)
 {
-    struct linebuf *lb = &w->line;
     while (len > 0) {
         const char *nl = memchr(data, '\n', len);
         size_t take = nl ? (size_t)(nl - data) : len;
@@ -224,15 +230,34 @@ static void s_tee_feed(struct worker *w, const char *data, size_t len)
     }
 }
 
-static int s_pump(struct worker *w, size_t max_bytes)
+/* One pipe of w: its stdout's (out_fd, which also carries stderr when err_fd < 0) or its stderr's. */
+struct s_pipe {
+    int *fd;
+    struct linebuf *line;
+    int shown;      /* its lines go to the console */
+    int console_fd; /* which: STDOUT_FILENO or STDERR_FILENO */
+};
+
+static int s_pipe_of(struct worker *w, int fd, struct s_pipe *p)
+{
+    if (fd >= 0 && fd == w->err_fd)
+        *p = (struct s_pipe){ &w->err_fd, &w->eline, (w->tee & JOB_TEE_ERR) != 0, STDERR_FILENO };
+    else if (fd >= 0 && fd == w->out_fd)
+        *p = (struct s_pipe){ &w->out_fd, &w->line, (w->tee & JOB_TEE_OUT) != 0, STDOUT_FILENO };
+    else
+        return -1;
+    return 0;
+}
+
+static int s_pump(struct worker *w, const struct s_pipe *p, size_t max_bytes)
 {
     static char buf[OUTPUT_CHUNK];
     size_t moved = 0;
-    while (w->out_fd >= 0 && (max_bytes == 0 || moved < max_bytes)) {
-        /* A rank that is not shown needs no copy in user space: the kernel moves the pipe's pages to the file. */
-        if (!w->tee && w->log_fd >= 0 && w->log_gap == 0 && !w->no_splice) {
+    while (*p->fd >= 0 && (max_bytes == 0 || moved < max_bytes)) {
+        /* A pipe that is not shown needs no copy in user space: the kernel moves its pages to the file. */
+        if (!p->shown && w->log_fd >= 0 && w->log_gap == 0 && !w->no_splice) {
             size_t want = max_bytes && max_bytes - moved < OUTPUT_SPLICE ? max_bytes - moved : OUTPUT_SPLICE;
-            ssize_t n = splice(w->out_fd, NULL, w->log_fd, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            ssize_t n = splice(*p->fd, NULL, w->log_fd, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (n > 0) {
                 moved += (size_t)n;
                 if ((size_t)n < want && max_bytes)
@@ -249,7 +274,7 @@ static int s_pump(struct worker *w, size_t max_bytes)
                 w->no_splice = 1;
             /* else (ENOSPC, EIO, ...): read the bytes below, where a failed write is counted and reported */
         }
-        ssize_t n = read(w->out_fd, buf, sizeof buf);
+        ssize_t n = read(*p->fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -258,8 +283,8 @@ static int s_pump(struct worker *w, size_t max_bytes)
         if (n == 0)
             return 1;
         s_log_write(w, buf, (size_t)n);
-        if (w->tee)
-            s_tee_feed(w, buf, (size_t)n);
+        if (p->shown)
+            s_tee_feed(w, p->line, buf, (size_t)n);
         moved += (size_t)n;
         if ((size_t)n < sizeof buf && max_bytes)
             return 0;
@@ -267,26 +292,44 @@ static int s_pump(struct worker *w, size_t max_bytes)
     return 0;
 }
 
-int output_pump(struct worker *w, size_t max_bytes)
+int output_pump(struct worker *w, int fd, size_t max_bytes)
 {
+    struct s_pipe p;
+    if (s_pipe_of(w, fd, &p) < 0)
+        return 1;
     w->out_ns = loop_now_ns(); /* the pipe woke us: the rank wrote (progress for the hang watch) */
-    int eof = s_pump(w, max_bytes);
+    s_batch_fd = p.console_fd;
+    int eof = s_pump(w, &p, max_bytes);
     s_tee_flush();
     return eof;
 }
 
+void output_drain(struct worker *w)
+{
+    output_pump(w, w->out_fd, 0);
+    output_pump(w, w->err_fd, 0);
+}
+
+void output_finish_pipe(struct worker *w, int fd)
+{
+    struct s_pipe p;
+    if (s_pipe_of(w, fd, &p) < 0)
+        return;
+    output_pump(w, fd, 0);
+    if (p.shown && p.line->len > 0) {
+        s_batch_fd = p.console_fd;
+        s_tee_line(w, p.line->buf, p.line->len);
+        s_tee_flush();
+        p.line->len = 0;
+    }
+    close(*p.fd);
+    *p.fd = -1;
+}
+
 void output_finish(struct worker *w)
 {
-    if (w->out_fd < 0)
-        return;
-    output_pump(w, 0);
-    if (w->tee && w->line.len > 0) {
-        s_tee_line(w, w->line.buf, w->line.len);
-        s_tee_flush();
-        w->line.len = 0;
-    }
-    close(w->out_fd);
-    w->out_fd = -1;
+    output_finish_pipe(w, w->out_fd);
+    output_finish_pipe(w, w->err_fd);
 }
 
 /* Copies raw log bytes into buf as printable lines, the last nlines of them (unindented: the summary that quotes

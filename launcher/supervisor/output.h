@@ -1,6 +1,7 @@
-/* output: each worker's stdout+stderr pipe into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
- * shown), and --tee ranks to the console line by line with a [rank N] prefix. Nothing is buffered on the way to the
- * log file; what a full file system refuses is counted, reported, and marked in the log. */
+/* output: each worker's output pipes into LOG_DIR/workerlog.<rank> (spliced in the kernel when the rank is not
+ * shown), and the console's ranks line by line with a [rank N] prefix, stdout to stdout and stderr to stderr.
+ * Nothing is buffered on the way to the log file; what a full file system refuses is counted, reported, and marked
+ * in the log. */
 #ifndef PLAUNCH_OUTPUT_H
 #define PLAUNCH_OUTPUT_H
 
@@ -12,10 +13,15 @@ int output_open_logs(struct job *job, char *err, size_t errlen);
 void output_close_logs(struct job *job);
 /* Writes the generation marker line to the worker's log and remembers where this generation starts. */
 void output_marker(const struct job *job, struct worker *w);
-/* Moves what is readable now from the pipe to the log (at most max_bytes; 0 = all). Returns 1 at EOF,
- * 0 otherwise. */
-int output_pump(struct worker *w, size_t max_bytes);
-/* Reads what is left without blocking, flushes a partial console line, closes the pipe. */
+/* Moves what is readable now from the pipe fd (w->out_fd or w->err_fd) to the log and, for a stream the console
+ * shows, to the console (at most max_bytes; 0 = all). Returns 1 at that pipe's EOF (or for another fd), 0
+ * otherwise. */
+int output_pump(struct worker *w, int fd, size_t max_bytes);
+/* Both pipes, all that is readable now (a worker that exited has written everything). */
+void output_drain(struct worker *w);
+/* Reads what is left of pipe fd without blocking, flushes its partial console line, closes it. */
+void output_finish_pipe(struct worker *w, int fd);
+/* output_finish_pipe for both pipes. */
 void output_finish(struct worker *w);
 /* Copies the last nlines lines of this generation's log into buf (printable, one per
  * line, not indented); returns buf. After a loss it

@@ -48,7 +48,7 @@ static void s_find_ignored(void)
 struct child_args {
     char *const *argv;
     char *const *envp;
-    int out_w, exec_w;
+    int out_w, err_w, exec_w; /* err_w: the stderr pipe's write end, or -1 (stderr goes with stdout) */
     int cg_procs;  /* the job cgroup's cgroup.procs when the child must move itself there, else -1 */
     int cg_errno;  /* written by the child: why it could not */
     pid_t parent;
@@ -80,10 +80,12 @@ __attribute__((no_sanitize("address", "undefined"))) static int s_child(void *ar
         dup2(devnull, 0);
         close(devnull);
     }
-    if (dup2(a->out_w, 1) < 0 || dup2(a->out_w, 2) < 0)
+    if (dup2(a->out_w, 1) < 0 || dup2(a->err_w >= 0 ? a->err_w : a->out_w, 2) < 0)
         goto fail;
     if (a->out_w > 2)
         close(a->out_w);
+    if (a->err_w > 2)
+        close(a->err_w);
     execvpe(a->argv[0], a->argv, a->envp);
 fail:;
     int e = errno;
@@ -175,14 +177,15 @@ static pid_t s_clone(struct child_args *a)
     return pid;
 }
 
-pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *exec_fd)
+pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *err_fd, int *exec_fd)
 {
-    int out[2] = { -1, -1 }, ex[2] = { -1, -1 };
+    int out[2] = { -1, -1 }, er[2] = { -1, -1 }, ex[2] = { -1, -1 };
     if (s_nignored < 0)
         s_find_ignored();
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0)
+    if (pipe2(out, O_CLOEXEC) < 0 || (err_fd && pipe2(er, O_CLOEXEC) < 0) || pipe2(ex, O_CLOEXEC) < 0)
         goto error;
-    struct child_args a = { .argv = argv, .envp = envp, .out_w = out[1], .exec_w = ex[1], .parent = getpid() };
+    struct child_args a = { .argv = argv, .envp = envp, .out_w = out[1], .err_w = er[1], .exec_w = ex[1],
+                            .parent = getpid() };
     /* vfork semantics: no page tables to copy (the launcher has ZeroMQ threads and a few MiB mapped), so a
      * spawn costs tens of microseconds instead of hundreds. */
     pid_t pid = s_clone(&a);
@@ -196,12 +199,19 @@ pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *ex
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
     *out_fd = out[0];
     *exec_fd = ex[0];
+    if (err_fd) {
+        close(er[1]);
+        fcntl(er[0], F_SETFL, O_NONBLOCK);
+        *err_fd = er[0];
+    }
     return pid;
 error:;
     int e = errno;
     for (int i = 0; i < 2; i++) {
         if (out[i] >= 0)
             close(out[i]);
+        if (er[i] >= 0)
+            close(er[i]);
         if (ex[i] >= 0)
             close(ex[i]);
     }

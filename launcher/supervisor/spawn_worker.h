@@ -1,4 +1,4 @@
-/* spawn_worker: fork and exec one worker in its own process group, output into a pipe, exec errors reported. */
+/* spawn_worker: fork and exec one worker in its own process group, output into pipes, exec errors reported. */
 #ifndef PLAUNCH_SPAWN_WORKER_H
 #define PLAUNCH_SPAWN_WORKER_H
 
@@ -6,12 +6,12 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-/* Starts argv[0] (searched in PATH of envp) with envp, stdin from /dev/null, stdout and stderr into one
- * new pipe whose read end is returned in *out_fd; *exec_fd receives the errno of a failed exec (read it
- * after the child exited: 4 bytes = failure, EOF = exec worked). The child is a process-group leader,
- * gets SIGKILL when the launcher dies, and starts with the signal mask and dispositions reset.
- * Returns the pid, or -1 with errno (nothing left open). */
-pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *exec_fd);
+/* Starts argv[0] (searched in PATH of envp) with envp, stdin from /dev/null, stdout into a new pipe whose
+ * read end is returned in *out_fd, stderr into a second pipe (*err_fd) or, with err_fd NULL, into the first;
+ * *exec_fd receives the errno of a failed exec (read it after the child exited: 4 bytes = failure, EOF = exec
+ * worked). The child is a process-group leader, gets SIGKILL when the launcher dies, and starts with the signal
+ * mask and dispositions reset. Returns the pid, or -1 with errno (nothing left open). */
+pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *err_fd, int *exec_fd);
 
 /* Workers get this RLIMIT_NOFILE (the one plaunch was started with, before it raised its own). */
 void spawn_set_worker_nofile(const struct rlimit *rl);

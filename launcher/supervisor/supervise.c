@@ -93,7 +93,9 @@ static int s_start_generation(struct sup *s)
             log_error("cannot build the environment of rank %d: %s", w->rank, strerror(errno));
             return -1;
         }
-        w->pid = spawn_process(job->opt.prog_argv, envp, &w->out_fd, &w->exec_fd);
+        /* A worker the console shows gets a pipe for its stderr, which goes to plaunch's stderr; one that is only
+         * logged keeps one pipe, so its workerlog has its writes in their exact order. */
+        w->pid = spawn_process(job->opt.prog_argv, envp, &w->out_fd, w->tee ? &w->err_fd : NULL, &w->exec_fd);
         int e = errno;
         free(envp);
         if (w->pid < 0) {
@@ -106,7 +108,8 @@ static int s_start_generation(struct sup *s)
         w->exec_errno = 0;
         s->running++;
         output_marker(job, w);
-        if (loop_add_fd(s->loop, w->out_fd, ZMQ_POLLIN, s_on_output, w) < 0) {
+        if (loop_add_fd(s->loop, w->out_fd, ZMQ_POLLIN, s_on_output, w) < 0 ||
+            (w->err_fd >= 0 && loop_add_fd(s->loop, w->err_fd, ZMQ_POLLIN, s_on_output, w) < 0)) {
             log_error("event loop: %s", strerror(errno));
             return -1;
         }
@@ -120,6 +123,8 @@ static void s_close_output(struct sup *s, struct worker *w)
 {
     if (w->out_fd >= 0)
         loop_remove_fd(s->loop, w->out_fd);
+    if (w->err_fd >= 0)
+        loop_remove_fd(s->loop, w->err_fd);
     output_finish(w);
 }
 
@@ -319,9 +324,9 @@ static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *ar
 {
     struct worker *w = arg;
     /* Bounded per wake-up so one chatty worker cannot starve signals and the others. */
-    if (output_pump(w, 1 << 20)) {
+    if (output_pump(w, fd, 1 << 20)) {
         loop_remove_fd(loop, fd);
-        output_finish(w);
+        output_finish_pipe(w, fd);
     }
     return 0;
 }
@@ -343,7 +348,7 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
     w->exec_errno = spawn_exec_errno(&w->exec_fd);
     s->running--;
     /* Everything the worker wrote is in the pipe by now: take it before anything else happens. */
-    output_pump(w, 0);
+    output_drain(w);
     int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     char what[256];
     spawn_describe_exit(status, w->exec_errno, what, sizeof what);

@@ -63,13 +63,15 @@ run path | - | --run_path rundump | - | RANK | rc=0 N=1
 python chosen | - | --python /usr/bin/python3 | dump.py | skip: torchrun uses its own interpreter | rc=0 A0~^/usr/bin/python3.*dump.py
 python missing | - | --python nopython3 | dump.py | skip: plaunch's option | rc=127 err~Python.interpreter.is.not.found
 program missing | - | - | ./nofile | skip: plaunch's message | rc=127 err~no.such.file
-tee 3 is torchrun's | - | -t 3 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 out~^.rank.0.*hello out~^.rank.1.*hello
+tee 3 is torchrun's | - | -t 3 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 out~^.rank.0.*hello out~^.rank.1.*hello err~^.rank.1.*warn !out~warn
+stderr to stderr | - | --nproc_per_node 1 | dump.py | skip: consoles differ in their prefix | rc=0 out~^.rank.0.*hello.from.0 !out~warn err~^.rank.0.*warn.from.0 !err~hello
+tee 0:2 stderr of one rank | - | -r 3 -t 0:2 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 err~^.rank.0.*warn !err~^.rank.1 !out~hello
 tee rank list refused | - | --tee 1,3 --nproc_per_node 4 | dump.py | skip: not torchrun's syntax | rc=2 err~--console-ranks
 console ranks | - | --console-ranks 1 --nproc_per_node 2 | dump.py | skip: plaunch's option | rc=0 out~^.rank.1 !out~^.rank.0
 redirects 3 | - | -r 3 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 !out~hello log:workerlog.0 log:workerlog.1
 local ranks filter | - | --local-ranks-filter 1 --nproc_per_node 2 | dump.py | skip: torchrun 1.13 has no --local-ranks-filter | rc=0 out~^.rank.1 !out~^.rank.0
 redirects per local rank | - | --redirects 0:3 --tee 0 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 out~^.rank.1 !out~^.rank.0
-one stream alone refused | - | -r 1 --nproc_per_node 2 | dump.py | skip: plaunch has one pipe per worker | rc=2 err~shows.both.or.neither
+redirects 1 shows stderr only | - | -r 1 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 !out~hello err~^.rank.0.*warn.from.0 err~^.rank.1.*warn.from.1
 torchrun option without counterpart | - | --numa-binding node | dump.py | skip: torchrun 1.13 has no --numa-binding | rc=2 err~unknown.option.'--numa-binding'
 PLAUNCH variable for an option | PLAUNCH_NPROC_PER_NODE=2 | - | dump.py | skip: PET_ variables are torchrun's | rc=0 N=2
 local addr | - | --local_addr 127.0.0.1 | dump.py | skip: torchrun 1.13 has no --local_addr | rc=0 R0:MASTER_ADDR=127.0.0.1
@@ -183,6 +185,27 @@ while IFS='|' read -r name envs opts prog torch checks; do
         ok 0 "# SKIP $name under paddle.distributed.launch: Paddle is not installable here (no PyPI)"
     fi
 done <<<"$CASES"
+
+# ---- a shown rank's two pipes: both streams in its workerlog, in the order written -----------------------
+# The worker writes to stderr only once its stdout line is in the log (polled, with a deadline), then to stdout.
+cat >order.py <<'W'
+import os, sys, time
+log = os.path.join(sys.argv[1], "workerlog.0")
+def wait_for(text):
+    end = time.time() + 60
+    while time.time() < end:
+        with open(log) as f:
+            if text in f.read():
+                return
+        time.sleep(0.01)
+print("first out"); wait_for("first out")
+print("then err", file=sys.stderr); wait_for("then err")
+print("last out")
+W
+run_plaunch --log-dir "$T/order" --nproc-per-node 1 /usr/bin/python3 order.py "$T/order"
+is "$(sed -n '/^==== plaunch: job /,$p' "$T/order/workerlog.0" | tail -n +2 | tr '\n' '|')" \
+    "first out|then err|last out|" "a shown rank's workerlog has its stdout and stderr in the order written"
+like "$err" "rank 0\] then err" "... its stderr on plaunch's stderr"
 
 # ---- logs of earlier runs: appended after a marker, kept; --log_overwrite empties ------------------------
 OUTDIR=$T/p run_plaunch --log-dir "$T/twice" --nproc-per-node 1 sh -c 'echo "run one"'

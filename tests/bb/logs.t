@@ -23,10 +23,12 @@ cat >mixed.sh <<'W'
 echo "out 1"; echo "err 1" >&2; echo "out 2"; printf 'no newline at end'
 W
 chmod +x mixed.sh
+run_plaunch --nproc-per-node 1 --console-ranks none --log-dir "$T/mixed" ./mixed.sh
+is "$(tail -n +2 "$T/mixed/workerlog.0")" "$(printf 'out 1\nerr 1\nout 2\nno newline at end')" \
+    "a rank not on the console: stdout and stderr in the order written in one log"
 run_plaunch --nproc-per-node 1 --log-dir "$T/mixed" ./mixed.sh
-is "$(tail -n +2 "$T/mixed/workerlog.0")" "$(printf 'out 1\nerr 1\nout 2\nno newline at end')" "stdout and stderr in order in one log"
-is "$out" "$(printf '[rank 0] out 1\n[rank 0] err 1\n[rank 0] out 2\n[rank 0] no newline at end')" \
-    "the console shows rank 0 by default, a final partial line completed"
+is "$out|$(printf '%s\n' "$err" | grep '^\[rank')" "$(printf '[rank 0] out 1\n[rank 0] out 2\n[rank 0] no newline at end|[rank 0] err 1')" \
+    "the console shows rank 0 by default, stdout on stdout, stderr on stderr, a final partial line completed"
 
 cat >chatty.sh <<'W'
 #!/bin/bash

@@ -25,7 +25,7 @@ static int s_setup(void **state)
     if (!mkdtemp(s_dir))
         return -1;
     memset(&s_job, 0, sizeof s_job);
-    s_w = (struct worker){ .local_rank = 0, .rank = 3, .pid = 4242, .out_fd = -1, .exec_fd = -1, .log_fd = -1 };
+    s_w = (struct worker){ .local_rank = 0, .rank = 3, .pid = 4242, .out_fd = -1, .err_fd = -1, .exec_fd = -1, .log_fd = -1 };
     s_job.nworkers = 1;
     s_job.workers = &s_w;
     s_job.opt.max_restarts = 2;
@@ -78,7 +78,7 @@ static int s_worker_writes(const void *data, size_t len, int keep_open)
 static void s_feed(const char *data, size_t len)
 {
     s_worker_writes(data, len, 0);
-    assert_int_equal(output_pump(&s_w, 0), 1);
+    assert_int_equal(output_pump(&s_w, s_w.out_fd, 0), 1);
     close(s_w.out_fd);
     s_w.out_fd = -1;
 }
@@ -99,10 +99,10 @@ static void test_pump_copies_binary_exactly(void **state)
     for (size_t i = 0; i < sizeof data; i++)
         data[i] = (unsigned char)(i * 7 + i / 251); /* every byte value, NULs included */
     int wr = s_worker_writes(data, sizeof data, 1);
-    assert_int_equal(output_pump(&s_w, 0), 0); /* writer still open: not EOF */
+    assert_int_equal(output_pump(&s_w, s_w.out_fd, 0), 0); /* writer still open: not EOF */
     assert_int_equal(write(wr, data, 1000), 1000);
     close(wr);
-    assert_int_equal(output_pump(&s_w, 0), 1);
+    assert_int_equal(output_pump(&s_w, s_w.out_fd, 0), 1);
     output_finish(&s_w);
     assert_int_equal(s_w.out_fd, -1);
     output_finish(&s_w); /* closed already: nothing to do */
@@ -237,26 +237,31 @@ static void test_tail_after_loss(void **state)
     close(full);
 }
 
-/* Runs fn with stdout sent to a file; returns what it printed (static buffer). */
-static const char *s_capture_stdout(void (*fn)(void))
+/* Runs fn with console stream cfd (1 or 2) sent to a file; returns what it printed (static buffer). */
+static const char *s_capture(int cfd, void (*fn)(void))
 {
     static char out[8192];
     char path[128];
-    snprintf(path, sizeof path, "%s/console", s_dir);
+    snprintf(path, sizeof path, "%s/console.%d", s_dir, cfd);
     char summary[256];
     fflush(stdout);
-    console_finish(0, summary, sizeof summary); /* the console looks at fd 1 afresh: the file below */
-    int saved = dup(STDOUT_FILENO), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    console_finish(0, summary, sizeof summary); /* the console looks at fd 1 and 2 afresh: the file below */
+    int saved = dup(cfd), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     assert_true(saved >= 0 && fd >= 0);
-    dup2(fd, STDOUT_FILENO);
+    dup2(fd, cfd);
     fn();
     console_finish(0, summary, sizeof summary);
-    dup2(saved, STDOUT_FILENO);
+    dup2(saved, cfd);
     close(saved);
     ssize_t n = pread(fd, out, sizeof out - 1, 0);
     out[n > 0 ? n : 0] = '\0';
     close(fd);
     return out;
+}
+
+static const char *s_capture_stdout(void (*fn)(void))
+{
+    return s_capture(STDOUT_FILENO, fn);
 }
 
 static void s_tee_session(void)
@@ -279,6 +284,45 @@ static void test_tee_lines_prefixed(void **state)
     free(log);
 }
 
+/* A shown worker with its own stderr pipe: stderr lines go to the console's stderr, stdout's to stdout, both to
+ * the log. */
+static void s_two_pipes_session(void)
+{
+    int out[2], er[2];
+    assert_int_equal(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
+    assert_int_equal(pipe2(er, O_CLOEXEC | O_NONBLOCK), 0);
+    s_w.out_fd = out[0];
+    s_w.err_fd = er[0];
+    assert_int_equal(write(out[1], "fine\n", 5), 5);
+    assert_int_equal(output_pump(&s_w, s_w.out_fd, 0), 0);
+    assert_int_equal(write(er[1], "oops\nhalf", 9), 9);
+    close(er[1]);
+    assert_int_equal(output_pump(&s_w, s_w.err_fd, 0), 1);
+    output_finish_pipe(&s_w, s_w.err_fd); /* its partial line is shown at its end */
+    assert_int_equal(s_w.err_fd, -1);
+    close(out[1]);
+    output_finish(&s_w);
+    assert_int_equal(s_w.out_fd, -1);
+}
+
+static void s_two_pipes_stderr(void)
+{
+    static char err_seen[8192];
+    snprintf(err_seen, sizeof err_seen, "%s", s_capture(STDERR_FILENO, s_two_pipes_session));
+    assert_string_equal(err_seen, "[rank 3] oops\n[rank 3] half\n");
+}
+
+static void test_tee_stderr_to_stderr(void **state)
+{
+    s_new_generation(0);
+    s_w.tee = JOB_TEE_OUT | JOB_TEE_ERR;
+    assert_string_equal(s_capture_stdout(s_two_pipes_stderr), "[rank 3] fine\n");
+    size_t len;
+    char *log = s_read_log(&len);
+    assert_string_equal(log + s_w.gen_log_start, "fine\noops\nhalf");
+    free(log);
+}
+
 static void test_no_tee_prints_nothing(void **state)
 {
     s_new_generation(0);
@@ -297,6 +341,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tail_small_buffers, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_tail_after_loss, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_tee_lines_prefixed, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_tee_stderr_to_stderr, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_no_tee_prints_nothing, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
