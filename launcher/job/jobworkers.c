@@ -114,9 +114,9 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
             size_t used = 0;
             for (int j = 0; j < nparent && used + 70 < sizeof list; j++)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? "," : "", parent[j]);
-            snprintf(err, errlen, "%s '%s': GPU %d does not exist: it is not in %s=%s, whose labels --gpus and "
-                     "--devices name (as Paddle reads them; not positions); name GPUs of that list, or use --gpus "
-                     "all or --nproc-per-node N", origin, spec, ids[i], scope, list);
+            snprintf(err, errlen, "%s '%s': GPU %d does not exist on %s: it is not in %s=%s, whose labels --gpus "
+                     "and --devices name (as Paddle reads them; not positions); name GPUs of that list, or use "
+                     "--gpus all or --nproc-per-node N", origin, spec, ids[i], job->hostname, scope, list);
             return -1;
         }
         snprintf(entries[i], 64, "%s", label);

@@ -84,7 +84,7 @@ is "$(grep -h '^CUDA_VISIBLE_DEVICES=' env.0 env.1 | sort -u)" "CUDA_VISIBLE_DEV
     "--gpus ids are labels of an inherited CUDA_VISIBLE_DEVICES (as Paddle reads --gpus/--devices)"
 is "$(grep -h '^PLAUNCH_GPU=' env.1)" "PLAUNCH_GPU=8" "PLAUNCH_GPU names the physical GPU"
 CUDA_VISIBLE_DEVICES=5,6,7,8 run_plaunch --gpus 1,3 --log-dir "$T/logs" ./dump.sh
-like "$rc $err" "^2 .*GPU 1 does not exist: it is not in CUDA_VISIBLE_DEVICES=5,6,7,8" \
+like "$rc $err" "^2 .*GPU 1 does not exist on [^:]*: it is not in CUDA_VISIBLE_DEVICES=5,6,7,8" \
     "--gpus 1,3 under CUDA_VISIBLE_DEVICES=5,6,7,8: exit 2, not positions 1 and 3"
 
 rm -f env.*

@@ -214,7 +214,7 @@ is "$(for r in 0 1 2 3; do echo "$(val PLAUNCH_GPU env.$r)/$(val CUDA_VISIBLE_DE
     "0/0,1 1/0,1 0/0,1 1/0,1 " "each worker has one of the step's GPUs (PLAUNCH_GPU), the node's list as CUDA_VISIBLE_DEVICES"
 PLAUNCH_TOKEN=$TOKEN slurm_cmd timeout 60 srun -N1 --gpus-per-node=2 "$PLAUNCH" --gpus 2 "$T/dump.sh" >out 2>err
 is "$?" 2 "--gpus 2 in a step of 2 GPUs: exit 2"
-like "$(cat err)" "GPU 2 does not exist; node1 has 2 GPUs \(0..1\) in CUDA_VISIBLE_DEVICES" "... never a GPU outside the step"
+like "$(cat err)" "GPU 2 does not exist on node1: it is not in CUDA_VISIBLE_DEVICES=0,1" "... never a GPU outside the step"
 
 is "$(slurm_procs_of 'plaunch|long\.sh|dump\.sh|sleep')" "" "no process of any job is left on any node"
 done_testing
