@@ -126,6 +126,8 @@ void coord_peers_release(coord_server_t *cs, int peer)
     s_stop_grace(cs, p);
     if (p->via)
         coord_via_forget(cs, p);
+    cs->tree.direct_left += p->direct_slot; /* a handshake that never authenticated gives its place back */
+    p->direct_slot = 0;
     free(p->ports);
     p->ports = NULL;
     coord_members_unset(cs, peer);

@@ -55,6 +55,8 @@ struct peer {
     int via, vclosed;
     uint32_t handle;
     int relay;                  /* this member relays: its index in cs->tree.relays + 1; 0 none */
+    int direct_slot;            /* its handshake holds one of the tree's direct places (cs->tree.direct_left) until
+                                   it authenticates (spent) or its slot is released (given back) */
     /* membership */
     int node_rank;              /* in the current generation; -1 before ASSIGN */
     int joined_gen;             /* generation it joined for; -1 none */
@@ -97,24 +99,35 @@ struct crelay {
     int peer;                   /* its member slot; -1 once it is gone */
     int ready;                  /* RELAY_READY named an endpoint */
     char endpoint[WIRE_MAX_ENDPOINT + 1];
-    int load;                   /* nodes sent there (redirected, or behind it) and not ended */
+    int load;                   /* sessions its nodes opened there (authenticated) and not ended */
+    int reserved;               /* REDIRECTs to it whose node has not opened its session yet (coord_relay.c) */
     int nodes;                  /* sessions the coordinator knows behind it (bounded: a relay cannot make more) */
     struct via_item *out;
     int nout, capout;
     size_t bytes;               /* payload bytes in out */
+};
+struct coord_resv {
+    uint64_t deadline_ns;
+    int relay;                  /* index in relays; -1 taken by its node's session, or released */
+    uint32_t hash;              /* of from */
+    char from[48];              /* the address it was sent from */
 };
 struct coord_tree {
     int fanout;                 /* K: nodes per relay; 0 no tree */
     int want;                   /* relays the job needs */
     int max_children;           /* RELAY_START.max_children */
     int asked;                  /* RELAY_START sent and not refused */
-    int direct_left;            /* newcomers still taken directly, to become relays */
+    int direct_left;            /* newcomers still taken directly, to become relays (held by handshakes under way) */
     struct crelay *relays;
     int nrelays, cap;
     hindex_t vias;              /* nodes behind a relay, by (relay, handle) */
     int via_broken;             /* out of memory once: lookups scan */
     int flush_timer;
-    long redirects, refused;    /* for the log */
+    /* REDIRECTs sent before any authentication, as reservations with a deadline, oldest first (a ring of
+     * want * max_children); one per source address */
+    struct coord_resv *resv;
+    int resv_head, resv_n, resv_cap, resv_timer;
+    long redirects, released, refused; /* for the log */
     /* coord_via.c asks coord_relay.c to flush relay r: now (urgent: its queue is full) or soon */
     void (*pending)(coord_server_t *cs, struct crelay *r, int urgent);
 };
@@ -249,8 +262,9 @@ void coord_relay_free(coord_server_t *cs);
 /* A ClientHello on connection fd (routing id rid) with no session yet: 1 when the node was sent to a relay
  * (REDIRECT sent, the connection refused), 0 when the coordinator takes it itself. */
 int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len);
-/* A newcomer's TLS handshake starts here (not a relay's own session): one fewer taken directly. */
-void coord_relay_direct(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
+/* A newcomer's TLS handshake starts here (not a relay's own session): it holds one of the places taken directly
+ * until it authenticates; a handshake that fails gives it back (coord_peers_release). */
+void coord_relay_direct(coord_server_t *cs, int peer);
 /* 1 when a newcomer would be sent to a relay now (one is ready and has room). */
 int coord_relay_room(coord_server_t *cs);
 /* A member that joined directly: RELAY_START when the tree still wants relays. */

@@ -87,8 +87,15 @@ void coord_relay_init(coord_server_t *cs)
 
 void coord_relay_free(coord_server_t *cs)
 {
-    if (cs->tree.flush_timer > 0)
-        loop_timer_cancel(cs->loop, cs->tree.flush_timer);
+    struct coord_tree *t = &cs->tree;
+    if (t->flush_timer > 0)
+        loop_timer_cancel(cs->loop, t->flush_timer);
+    if (t->resv_timer > 0)
+        loop_timer_cancel(cs->loop, t->resv_timer);
+    if (t->redirects)
+        log_info("coordinator: %ld REDIRECT%s to relays, %ld never followed by a session there", t->redirects,
+                 t->redirects == 1 ? "" : "s", t->released);
+    free(t->resv);
     coord_via_free(cs);
 }
 
@@ -99,10 +106,121 @@ static int s_asks_direct(const unsigned char *rid, size_t rid_len)
     return rid_len >= sizeof CR_DIRECT - 1 && memcmp(rid, CR_DIRECT, sizeof CR_DIRECT - 1) == 0;
 }
 
-void coord_relay_direct(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
+void coord_relay_direct(coord_server_t *cs, int peer)
 {
-    if (cs->tree.want && cs->tree.direct_left > 0 && !s_asks_direct(rid, rid_len))
+    struct peer *p = &cs->peers[peer];
+    if (cs->tree.want && cs->tree.direct_left > 0 && !s_asks_direct(p->rid, p->rid_len)) {
         cs->tree.direct_left--;
+        p->direct_slot = 1;
+    }
+}
+
+/* ---- reservations: a REDIRECT is sent before any authentication, so what it costs a relay expires -------------- */
+
+/* A REDIRECT waits this long for its node's session at the relay: as long as the relay waits for a handshake. */
+#define CR_RESV_MS CONN_AUTH_MS
+
+static const struct peerlog_kind PL_UNUSED = { "released", "REDIRECT", "REDIRECTs",
+                                               "no session opened at the relay in time (a peer without the job's "
+                                               "credentials?)" };
+
+static const struct peerlog_kind PL_AGAIN = { "redirected", "ClientHello", "ClientHellos",
+                                              "again from an address whose REDIRECT was still unused" };
+
+static struct coord_resv *s_resv_at(struct coord_tree *t, int i)
+{
+    return &t->resv[(t->resv_head + i) % t->resv_cap];
+}
+
+/* Reservation e no longer holds its relay's room (its node's session opened, or it went unused). */
+static void s_resv_end(coord_server_t *cs, struct coord_resv *e, int unused)
+{
+    struct coord_tree *t = &cs->tree;
+    if (e->relay < 0)
+        return;
+    struct crelay *r = &t->relays[e->relay];
+    r->reserved -= r->reserved > 0;
+    e->relay = -1;
+    if (!unused)
+        return;
+    t->released++;
+    peerlog_warn(cs->plog, &PL_UNUSED, e->from, "released a REDIRECT of %s to relay %s: no session opened there "
+                 "within %d s (%ld of %ld REDIRECTs unused so far)", e->from, r->endpoint, CR_RESV_MS / 1000,
+                 t->released, t->redirects);
+}
+
+static int s_resv_tick(loop_t *loop, int id, void *arg);
+
+/* Ends the reservations whose deadline passed (and drops used ones from the front); the timer follows the oldest. */
+static void s_resv_expire(coord_server_t *cs)
+{
+    struct coord_tree *t = &cs->tree;
+    uint64_t now = loop_now_ns();
+    while (t->resv_n > 0 && (s_resv_at(t, 0)->relay < 0 || s_resv_at(t, 0)->deadline_ns <= now)) {
+        s_resv_end(cs, s_resv_at(t, 0), 1);
+        t->resv_head = (t->resv_head + 1) % t->resv_cap;
+        t->resv_n--;
+    }
+    if (t->resv_n > 0 && t->resv_timer <= 0) {
+        int64_t ms = (int64_t)((s_resv_at(t, 0)->deadline_ns - now) / 1000000) + 1;
+        t->resv_timer = loop_timer_after_ms(cs->loop, ms, s_resv_tick, cs);
+    }
+}
+
+static int s_resv_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    cs->tree.resv_timer = 0;
+    s_resv_expire(cs);
+    return 0;
+}
+
+/* The live reservation from address `from` (to relay index `relay`, or any when -1), or NULL. */
+static struct coord_resv *s_resv_find(struct coord_tree *t, const char *from, int relay)
+{
+    uint32_t h = hindex_hash(from, strlen(from), HINDEX_SEED);
+    for (int i = 0; i < t->resv_n; i++) {
+        struct coord_resv *e = s_resv_at(t, i);
+        if (e->relay >= 0 && (relay < 0 || e->relay == relay) && e->hash == h && strcmp(e->from, from) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* Relay index `relay` holds room for a node from `from` until the deadline. A full ring releases its oldest. */
+static void s_resv_add(coord_server_t *cs, int relay, const char *from)
+{
+    struct coord_tree *t = &cs->tree;
+    if (!t->resv) {
+        int cap = t->want * t->max_children;
+        if (!(t->resv = calloc((size_t)cap, sizeof *t->resv)))
+            return; /* out of memory: the REDIRECT costs the relay nothing until its node's session opens */
+        t->resv_cap = cap;
+    }
+    if (t->resv_n == t->resv_cap) {
+        s_resv_end(cs, s_resv_at(t, 0), 1);
+        t->resv_head = (t->resv_head + 1) % t->resv_cap;
+        t->resv_n--;
+    }
+    struct coord_resv *e = s_resv_at(t, t->resv_n++);
+    e->deadline_ns = loop_now_ns() + (uint64_t)CR_RESV_MS * 1000000u;
+    e->relay = relay;
+    snprintf(e->from, sizeof e->from, "%s", from);
+    e->hash = hindex_hash(e->from, strlen(e->from), HINDEX_SEED);
+    t->relays[relay].reserved++;
+    s_resv_expire(cs); /* arms the timer */
+}
+
+/* Node from `from` opened its session at relay index `relay`: its reservation (or that relay's oldest) is taken. */
+static void s_resv_take(coord_server_t *cs, int relay, const char *from)
+{
+    struct coord_tree *t = &cs->tree;
+    struct coord_resv *e = s_resv_find(t, from, relay);
+    for (int i = 0; i < t->resv_n && !e; i++)
+        if (s_resv_at(t, i)->relay == relay)
+            e = s_resv_at(t, i);
+    if (e)
+        s_resv_end(cs, e, 0);
 }
 
 int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len)
@@ -111,9 +229,19 @@ int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size
     struct crelay *best = NULL;
     if (!t->want || s_asks_direct(rid, rid_len) || t->direct_left > 0) /* relays: the first to join directly */
         return 0;
+    const char *from = conn_guard_addr(cs->guard, fd);
+    s_resv_expire(cs);
+    struct coord_resv *again = s_resv_find(t, from, -1);
+    if (again) { /* one reservation per address: a node that asks again holds one, and so does a flood */
+        s_resv_end(cs, again, 0);
+        t->released++;
+        peerlog_warn(cs->plog, &PL_AGAIN, from, "%s asked again before a session opened where its REDIRECT sent "
+                     "it (%ld REDIRECTs so far)", from, t->redirects + 1);
+    }
     for (int i = 0; i < t->nrelays; i++) {
         struct crelay *r = &t->relays[i];
-        if (r->ready && r->peer >= 1 && r->load < t->max_children && (!best || r->load < best->load))
+        int used = r->load + r->reserved;
+        if (r->ready && r->peer >= 1 && used < t->max_children && (!best || used < best->load + best->reserved))
             best = r;
     }
     if (!best) /* none ready yet, or all full: the coordinator takes it */
@@ -127,8 +255,8 @@ int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     if (n > 0 && zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len &&
         zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) == n) {
-        best->load++;
         t->redirects++;
+        s_resv_add(cs, (int)(best - t->relays), from);
     }
     conn_guard_refuse(cs->guard, fd); /* it leaves for its relay; closed after a linger or at its next frame */
     return 1;
@@ -140,7 +268,7 @@ int coord_relay_room(coord_server_t *cs)
     if (!t->want || t->direct_left > 0)
         return 0;
     for (int i = 0; i < t->nrelays; i++)
-        if (t->relays[i].ready && t->relays[i].peer >= 1 && t->relays[i].load < t->max_children)
+        if (t->relays[i].ready && t->relays[i].peer >= 1 && t->relays[i].load + t->relays[i].reserved < t->max_children)
             return 1;
     return 0;
 }
@@ -205,6 +333,8 @@ static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plau
 {
     if (coord_via_find(cs, relay, it->from) >= 0)
         return;
+    r->load++; /* an authenticated session at the relay (a DROP or its end takes it off) */
+    s_resv_take(cs, (int)(r - cs->tree.relays), it->peer_addr);
     if (r->nodes >= 2 * cs->tree.max_children + 16) { /* more than it was ever sent: ended at once */
         coord_via_queue(cs, r, it->from, PLAUNCH__RELAY_ITEM__EVENT__DROP, NULL, 0, 0);
         return;
@@ -212,6 +342,7 @@ static void s_opened(coord_server_t *cs, int relay, struct crelay *r, const Plau
     int v = coord_peers_new(cs, NULL, 0, -1); /* may move cs->peers */
     if (v < 0) {
         log_error("coordinator: out of memory for a node behind relay %s", cs->peers[relay].host);
+        r->load--;
         return;
     }
     struct peer *p = &cs->peers[v];
@@ -337,6 +468,9 @@ void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why)
     snprintf(text, sizeof text, "its relay, %s, was lost: %s", host, why);
     r->peer = -1; /* no more redirects there; what was queued for it is dropped */
     r->ready = 0;
+    for (int i = 0; i < t->resv_n; i++)
+        if (s_resv_at(t, i)->relay == (int)(r - t->relays))
+            s_resv_end(cs, s_resv_at(t, i), 0);
     coord_via_clear(r);
     if (cs->peers[peer].relay == (int)(r - t->relays) + 1)
         cs->peers[peer].relay = 0;

@@ -140,6 +140,7 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
     if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
         log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
         conn_guard_trust(cs->guard, fd);
+        p->direct_slot = 0; /* its place among the nodes taken directly is spent for good */
         coord_transport_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
     }
     void *msg;
@@ -164,7 +165,6 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
     }
     if (moved < 0) /* no live connection */
         return;
-    coord_relay_direct(cs, rid, rid_len); /* counted once the handshake starts, not per frame seen */
     if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
         log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
         if (peer >= 0)
@@ -172,6 +172,7 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
         conn_guard_close(cs->guard, fd, CONN_REFUSAL);
         return;
     }
+    coord_relay_direct(cs, peer);
     s_on_session_frame(cs, fd, peer, 1, data, len);
     if (moved && !cs->peers[peer].used && conn_guard_tag(cs->guard, fd) < 0)
         conn_guard_unpend(cs->guard, fd); /* it was not this connection's handshake */
