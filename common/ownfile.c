@@ -1,13 +1,16 @@
-/* ownfile: directories and files that plaunch (often root) writes where other users may reach: opened without
- * following links and proved to be this user's before anything in them is created, truncated or written. */
+/* ownfile: files plaunch creates by name: opened without following links and proved to be this user's before
+ * anything in them is truncated or written, or written under a random temporary name and renamed into place. */
 #include "ownfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -128,7 +131,7 @@ int ownfile_open(int dirfd, const char *dirpath, const char *name, int flags, co
                  size_t errlen)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dirpath, name);
+    snprintf(path, sizeof path, "%s%s%s", dirpath ? dirpath : "", dirpath ? "/" : "", name);
     int oflags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
                  ((flags & OWNFILE_APPEND) ? O_APPEND : 0);
     /* Create, else open what is there; it may vanish in between (then try again). */
@@ -149,5 +152,102 @@ int ownfile_open(int dirfd, const char *dirpath, const char *name, int flags, co
         return fd;
     }
     snprintf(err, errlen, "cannot create %s: it keeps appearing and disappearing; %s", path, fix);
+    return -1;
+}
+
+/* ---- whole outputs: a temporary name nobody can guess, renamed into place ---------------------------------- */
+
+int ownfile_new_open(struct ownfile_new *n, const char *path, unsigned mode, int flags, char *err, size_t errlen)
+{
+    struct stat st;
+    *n = (struct ownfile_new){ .fd = -1, .flags = flags, .mode = mode & 07777 };
+    if (snprintf(n->path, sizeof n->path, "%s", path) >= (int)sizeof n->path) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    if ((flags & OWNFILE_NOREPLACE) && lstat(path, &st) == 0) {
+        snprintf(err, errlen, "%s already exists; refusing to overwrite it", path);
+        return -1;
+    }
+    for (int round = 0; round < 8; round++) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+            snprintf(err, errlen, "%s: no random bytes for a temporary name: %s", path, strerror(errno));
+            return -1;
+        }
+        snprintf(n->tmp, sizeof n->tmp, "%s.tmp.%016llx", path, (unsigned long long)r);
+        n->fd = open(n->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (n->fd >= 0)
+            return 0;
+        if (errno != EEXIST) /* EEXIST: a planted name, or chance: another one */
+            break;
+    }
+    snprintf(err, errlen, "%s: cannot write: %s; pick a path in a directory you can write", path,
+             errno == EEXIST ? "every temporary name tried exists (someone plants them?)" : strerror(errno));
+    return -1;
+}
+
+void *ownfile_new_stream(struct ownfile_new *n)
+{
+    FILE *f = n->fd >= 0 ? fdopen(n->fd, "w") : NULL;
+    if (f) {
+        n->f = f;
+        n->fd = -1;
+    }
+    return f;
+}
+
+void ownfile_new_abort(struct ownfile_new *n)
+{
+    if (n->f)
+        fclose(n->f);
+    if (n->fd >= 0)
+        close(n->fd);
+    if (n->f || n->fd >= 0)
+        unlink(n->tmp);
+    n->f = NULL;
+    n->fd = -1;
+}
+
+/* tmp to path, never over an existing path: renameat2(RENAME_NOREPLACE), or link + unlink where the file system
+ * lacks it. */
+static int s_rename_noreplace(const char *tmp, const char *path)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    if (link(tmp, path) < 0)
+        return -1;
+    unlink(tmp);
+    return 0;
+}
+
+int ownfile_new_commit(struct ownfile_new *n, int ok, char *err, size_t errlen)
+{
+    FILE *f = n->f;
+    int fd = f ? fileno(f) : n->fd, e = 0;
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: nothing to commit", n->path);
+        return -1;
+    }
+    if (!ok || (f && (fflush(f) != 0 || ferror(f))) || fsync(fd) < 0 || fchmod(fd, n->mode) < 0)
+        e = ok ? (errno ? errno : EIO) : -1;
+    int closed = f ? fclose(f) : close(fd);
+    n->f = NULL;
+    n->fd = -1;
+    if (!e && closed != 0)
+        e = errno ? errno : EIO;
+    if (!e && ((n->flags & OWNFILE_NOREPLACE) ? s_rename_noreplace(n->tmp, n->path) : rename(n->tmp, n->path)) < 0)
+        e = errno;
+    if (!e)
+        return 0;
+    unlink(n->tmp);
+    if (e == EEXIST)
+        snprintf(err, errlen, "%s already exists; refusing to overwrite it", n->path);
+    else if (e > 0)
+        snprintf(err, errlen, "%s: write failed: %s; check free space and permissions", n->path, strerror(e));
+    else
+        snprintf(err, errlen, "%s: not written", n->path);
     return -1;
 }

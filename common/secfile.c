@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "optfile.h"
+#include "ownfile.h"
+#include "util.h"
 
 int secfile_read(const char *path, const char *what, char *buf, size_t cap, size_t *len, char *err, size_t errlen)
 {
@@ -36,63 +38,18 @@ error:
     return -1;
 }
 
-static int s_write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int secfile_write(const char *path, const void *data, size_t len, mode_t mode, int overwrite, char *err,
                   size_t errlen)
 {
-    char tmp[4096];
-    const char *target = path;
-    int fd;
-    if (overwrite) {
-        if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
-            snprintf(err, errlen, "path too long: %s", path);
-            return -1;
-        }
-        fd = mkostemp(tmp, O_CLOEXEC);
-        target = tmp;
-    } else {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 0600);
-    }
-    if (fd < 0) {
-        if (errno == EEXIST)
-            snprintf(err, errlen, "%s already exists; refusing to overwrite it", path);
-        else
-            snprintf(err, errlen, "cannot create %s: %s", target, strerror(errno));
+    struct ownfile_new n;
+    /* Written owner-only (the temporary file is 0600) and given its mode at the commit, so a secret is never
+     * readable by others, whatever the umask. */
+    if (ownfile_new_open(&n, path, mode, overwrite ? 0 : OWNFILE_NOREPLACE, err, errlen) < 0)
+        return -1;
+    if (util_write_all(n.fd, data, len) < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        ownfile_new_abort(&n);
         return -1;
     }
-    /* Written owner-only and widened last, so a secret is never readable by others, whatever the umask. */
-    if (s_write_all(fd, data, len) < 0 || fsync(fd) < 0 || fchmod(fd, mode) < 0) {
-        snprintf(err, errlen, "cannot write %s: %s", target, strerror(errno));
-        goto error;
-    }
-    if (close(fd) < 0) {
-        fd = -1;
-        snprintf(err, errlen, "cannot write %s: %s", target, strerror(errno));
-        goto error;
-    }
-    fd = -1;
-    if (overwrite && rename(tmp, path) < 0) {
-        snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
-        goto error;
-    }
-    return 0;
-error:
-    if (fd >= 0)
-        close(fd);
-    unlink(target);
-    return -1;
+    return ownfile_new_commit(&n, 1, err, errlen);
 }

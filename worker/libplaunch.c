@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "ownfile.h"
 #include "wire.h"
 
 #define PL_DEFAULT_TIMEOUT_MS 600000 /* NCCL id waits for rank 0 to start: generous, but never forever */
@@ -288,9 +289,10 @@ int plaunch_progress(plaunch_t *p, unsigned long long step)
         return p ? s_fail(p, ENOENT, "PLAUNCH_PROGRESS_FILE is not set: this program does not run under plaunch") : -1;
     }
     if (fd < 0) {
-        int f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        char err[512];
+        int f = ownfile_open(AT_FDCWD, NULL, path, 0, "unset PLAUNCH_PROGRESS_FILE", err, sizeof err);
         if (f < 0)
-            return p ? s_fail(p, errno, "cannot open PLAUNCH_PROGRESS_FILE %s: %s", path, strerror(errno)) : -1;
+            return p ? s_fail(p, errno, "PLAUNCH_PROGRESS_FILE: %s", err) : -1;
         if (!__sync_bool_compare_and_swap(&fd, -1, f))
             close(f);
     }

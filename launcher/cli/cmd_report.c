@@ -14,6 +14,7 @@
 #include "mon_report.h"
 #include "mon_report_out.h"
 #include "mon_thresh.h"
+#include "ownfile.h"
 
 static const char S_USAGE[] =
     "usage: plaunch report LOGDIR [--json FILE] [--html FILE] [--monitor-config FILE]\n"
@@ -35,55 +36,50 @@ static int s_usage_error(const char *msg, const char *arg)
     return 2;
 }
 
-/* path.tmp.PID, created afresh (never a planted link), renamed over path once complete; "-" is stdout. */
-static FILE *s_open(const char *path, char *tmp, size_t cap)
+/* A stream for path: stdout for "-", else a new file (common/ownfile.h: never a planted link), renamed over path
+ * by s_commit once complete. */
+static FILE *s_open(const char *path, struct ownfile_new *n)
 {
+    char err[4200];
     if (strcmp(path, "-") == 0)
         return stdout;
-    snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-    if (!f) {
-        fprintf(stderr, "plaunch report: %s: cannot write: %s; pick a path in a writable directory\n", path,
-                strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
+    FILE *f = ownfile_new_open(n, path, 0644, 0, err, sizeof err) < 0 ? NULL : ownfile_new_stream(n);
+    if (!f && n->fd >= 0) {
+        snprintf(err, sizeof err, "%s: cannot write: %s", path, strerror(errno));
+        ownfile_new_abort(n);
     }
+    if (!f)
+        fprintf(stderr, "plaunch report: %s\n", err);
     return f;
 }
 
-static int s_commit(FILE *f, const char *tmp, const char *path, int ok)
+static int s_commit(FILE *f, struct ownfile_new *n, int ok)
 {
+    char err[4200];
     if (f == stdout)
         return fflush(stdout) == 0 && ok ? 0 : -1;
-    int bad = ferror(f) || !ok;
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        fprintf(stderr, "plaunch report: %s: write failed: %s\n", path,
-                !ok ? "out of memory" : strerror(errno ? errno : EIO));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    if (ownfile_new_commit(n, ok, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "plaunch report: %s\n", ok ? err : "out of memory while writing the report");
+    return -1;
 }
 
 static int s_write_json(const char *path, const struct mon_report *r)
 {
-    char tmp[PATH_MAX + 32];
+    struct ownfile_new n;
     char *text = mon_report_out_json(r);
-    FILE *f = s_open(path, tmp, sizeof tmp);
+    FILE *f = s_open(path, &n);
     if (f && text)
         fprintf(f, "%s\n", text);
     free(text);
-    return f ? s_commit(f, tmp, path, text != NULL) : -1;
+    return f ? s_commit(f, &n, text != NULL) : -1;
 }
 
 static int s_write_html(const char *path, const struct mon_report *r)
 {
-    char tmp[PATH_MAX + 32];
-    FILE *f = s_open(path, tmp, sizeof tmp);
-    return f ? s_commit(f, tmp, path, mon_html_page(f, r) == 0) : -1;
+    struct ownfile_new n;
+    FILE *f = s_open(path, &n);
+    return f ? s_commit(f, &n, mon_html_page(f, r) == 0) : -1;
 }
 
 int cmd_report(int argc, char **argv)

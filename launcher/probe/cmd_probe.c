@@ -1,6 +1,8 @@
 /* cmd_probe: `plaunch probe`, the collectives' bandwidth sweeps and scaling-efficiency report (docs/probe.md). */
 #include "cmd_probe.h"
 
+#include "ownfile.h"
+
 #include "util.h"
 #include "probe_analysis.h"
 #include "probe_html.h"
@@ -292,18 +294,18 @@ static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
     }
     (void)ngpus;
     char *worker = probe_run_worker_path(&err), **argv = NULL;
-    char out[] = "/tmp/plaunch-probe-XXXXXX.json";
-    int fd = -1, rc = PROBE_EXIT_NOT_RUN;
+    struct ownfile_new scratch = { .fd = -1 }; /* the worker's measurements: a random name of ours in /tmp */
+    const char *out = scratch.tmp;
+    char msg[4200];
+    int rc = PROBE_EXIT_NOT_RUN;
     if (worker == NULL) {
         fprintf(stderr, "plaunch probe: %s\n", err.msg);
         return PROBE_EXIT_NOT_RUN;
     }
-    if ((fd = mkstemps(out, 5)) < 0) {
-        fprintf(stderr, "plaunch probe: cannot create %s: %s; set TMPDIR to a writable directory\n", out,
-                strerror(errno));
+    if (ownfile_new_open(&scratch, "/tmp/plaunch-probe.json", 0600, 0, msg, sizeof msg) < 0) {
+        fprintf(stderr, "plaunch probe: %s\n", msg);
         goto done;
     }
-    close(fd);
     if ((argv = probe_run_worker_argv(worker, &o->run, out)) == NULL) {
         fprintf(stderr, "plaunch probe: out of memory\n");
         goto done;
@@ -329,8 +331,7 @@ static int s_live(const struct s_opts *o, const struct probe_thresholds *t)
     if (status != 0 && rc == PROBE_EXIT_CLEAN)
         rc = PROBE_EXIT_NOT_RUN;
 done:
-    if (fd >= 0)
-        unlink(out);
+    ownfile_new_abort(&scratch); /* the scratch file goes (the worker renamed its own over it) */
     probe_run_argv_free(&argv);
     free(worker);
     return rc;

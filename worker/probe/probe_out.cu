@@ -1,6 +1,10 @@
 /* probe_out.cu: rank 0 writes the measurement document (schema plaunch-probe/2, described in docs/probe.md). */
 #include "probe_worker.h"
 
+extern "C" {
+#include "ownfile.h"
+}
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -191,16 +195,18 @@ static void s_steps(FILE *f, const struct pw_ctx *c)
 
 void pw_write_json(const struct pw_ctx *c)
 {
-    char tmp_path[4096], date[32];
+    char date[32], err[4200];
+    struct ownfile_new out;
     int *tmp = (int *)calloc((size_t)c->world + 1, sizeof *tmp);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld", c->o.out, (long)getpid());
-    FILE *f = fopen(tmp_path, "w");
+    if (ownfile_new_open(&out, c->o.out, 0644, 0, err, sizeof err) < 0)
+        pw_die("%s", err);
+    FILE *f = (FILE *)ownfile_new_stream(&out);
     if (f == NULL || tmp == NULL)
-        pw_die("cannot write %s: %s; give --out a path in a writable directory", tmp_path, strerror(errno));
+        pw_die("cannot write %s: %s; give --out a path in a writable directory", c->o.out, strerror(errno));
     fprintf(f, "{\n \"schema\": \"plaunch-probe/2\",\n \"source\": ");
     char source[512];
     snprintf(source, sizeof source, "measured by plaunch-probe-worker %s (%d rank%s on %d host%s)", PLAUNCH_VERSION,
@@ -231,11 +237,8 @@ void pw_write_json(const struct pw_ctx *c)
     s_pairwise(f, c, tmp);
     s_steps(f, c);
     fputs("}\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp_path, c->o.out) != 0) {
-        unlink(tmp_path);
-        pw_die("writing %s failed: %s; check free space and permissions", c->o.out, strerror(errno ? errno : EIO));
-    }
+    if (ownfile_new_commit(&out, 1, err, sizeof err) < 0)
+        pw_die("%s", err);
     free(tmp);
     fprintf(stderr, "probe: measurements written to %s\n", c->o.out);
 }

@@ -245,10 +245,10 @@ void probe_html_page(FILE *out, const struct probe_meas *m, const struct probe_a
 int probe_html_write(const char *path, const struct probe_meas *m, const struct probe_analysis *a,
                      struct probe_err *err)
 {
-    char tmp[4096];
-    FILE *f = probe_report_open(path, tmp, sizeof tmp, err);
+    struct ownfile_new n;
+    FILE *f = probe_report_open(path, &n, err);
     if (f == NULL)
         return -1;
     probe_html_page(f, m, a);
-    return probe_report_commit(f, tmp, path, err);
+    return probe_report_commit(f, &n, 1, err);
 }

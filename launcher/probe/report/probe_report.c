@@ -225,42 +225,44 @@ error:
     return NULL;
 }
 
-FILE *probe_report_open(const char *path, char *tmp, size_t tmplen, struct probe_err *err)
+FILE *probe_report_open(const char *path, struct ownfile_new *n, struct probe_err *err)
 {
-    if (strcmp(path, "-") == 0) {
-        snprintf(tmp, tmplen, "-");
+    char msg[sizeof err->msg];
+    if (strcmp(path, "-") == 0)
         return stdout;
+    if (ownfile_new_open(n, path, 0644, 0, msg, sizeof msg) < 0) {
+        probe_err_set(err, "%s", msg);
+        return NULL;
     }
-    snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        probe_err_set(err, "%s: cannot write: %s; pick a path in a writable directory", path, strerror(errno));
+    FILE *f = ownfile_new_stream(n);
+    if (f == NULL) {
+        probe_err_set(err, "%s: cannot write: %s", path, strerror(errno));
+        ownfile_new_abort(n);
+    }
     return f;
 }
 
-int probe_report_commit(FILE *f, const char *tmp, const char *path, struct probe_err *err)
+int probe_report_commit(FILE *f, struct ownfile_new *n, int ok, struct probe_err *err)
 {
+    char msg[sizeof err->msg];
     if (f == stdout)
-        return fflush(stdout) == 0 ? 0 : (probe_err_set(err, "stdout: write failed: %s", strerror(errno)), -1);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        probe_err_set(err, "%s: write failed: %s; check free space and permissions", path, strerror(errno ? errno : EIO));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+        return fflush(stdout) == 0 && ok ? 0 : (probe_err_set(err, "stdout: write failed: %s", strerror(errno)), -1);
+    if (ownfile_new_commit(n, ok, msg, sizeof msg) == 0)
+        return 0;
+    probe_err_set(err, "%s", msg);
+    return -1;
 }
 
 int probe_report_json_write(const char *path, const struct probe_meas *m, const struct probe_analysis *a,
                             const struct probe_thresholds *t, struct probe_err *err)
 {
-    char tmp[4096];
+    struct ownfile_new n;
     json_t *doc = probe_report_json(m, a, t);
     if (doc == NULL) {
         probe_err_set(err, "%s: out of memory while building the JSON report", path);
         return -1;
     }
-    FILE *f = probe_report_open(path, tmp, sizeof tmp, err);
+    FILE *f = probe_report_open(path, &n, err);
     if (f == NULL) {
         json_decref(doc);
         return -1;
@@ -269,5 +271,5 @@ int probe_report_json_write(const char *path, const struct probe_meas *m, const 
     json_decref(doc);
     if (rc == 0)
         fputc('\n', f);
-    return probe_report_commit(f, tmp, path, err);
+    return probe_report_commit(f, &n, rc == 0, err);
 }

@@ -2,6 +2,7 @@
 #ifndef PLAUNCH_PROBE_REPORT_H
 #define PLAUNCH_PROBE_REPORT_H
 
+#include "ownfile.h"
 #include "probe_analysis.h"
 
 #include <jansson.h>
@@ -18,9 +19,10 @@ json_t *probe_report_json(const struct probe_meas *m, const struct probe_analysi
 int probe_report_json_write(const char *path, const struct probe_meas *m, const struct probe_analysis *a,
                             const struct probe_thresholds *t, struct probe_err *err);
 
-/* Opens path.tmp for writing, for a write-then-rename; NULL with err naming the path. */
-FILE *probe_report_open(const char *path, char *tmp, size_t tmplen, struct probe_err *err);
-/* Closes f and renames tmp to path; -1 with err (tmp removed) when a write failed. */
-int probe_report_commit(FILE *f, const char *tmp, const char *path, struct probe_err *err);
+/* A stream for path: stdout for "-", else a new file under a random temporary name (common/ownfile.h: never a
+ * planted link); NULL with err naming the path. */
+FILE *probe_report_open(const char *path, struct ownfile_new *n, struct probe_err *err);
+/* Renames the file into place (ok 0: the caller's writing failed, nothing is renamed); -1 with err. */
+int probe_report_commit(FILE *f, struct ownfile_new *n, int ok, struct probe_err *err);
 
 #endif
