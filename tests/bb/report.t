@@ -167,7 +167,7 @@ like "$err" "hostile/monitor.evil.csv:162: line longer than 1024 bytes" "hostile
 like "$out" "^   1  </script><img src=x one~ " "hostile: the rows around the long line are read"
 if grep -q "$(printf '\033')" "$T/.out"; then ok 1 "hostile: no escape sequence reaches the terminal"; else
     ok 0 "hostile: no escape sequence reaches the terminal"; fi
-like "$out" "\| \?\[2J\?\]0;owned\? & \"quoted\" \?" "hostile: control bytes of the log shown as '?'"
+like "$out" '\| \\x1b\[2J\\x1b\]0;owned\\x07 & "quoted" \\x9b' "hostile: control bytes of the log shown as \\xNN"
 json "$T/hostile.json" 'assert "</script><img src=x onerror=console.error(1)>" in d["job"]["node_names"], d["job"]
 assert d["job"]["ranks"] == 3
 assert "<script>alert(1)</script>" in d["root_cause"] and "\x1b" not in d["root_cause"]

@@ -1,6 +1,8 @@
 /* mon_chart: the report's per-metric time-series charts (inline SVG), downsampled to a fixed number of buckets. */
 #include "mon_chart.h"
 
+#include "esc.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +39,6 @@ const char *mon_chart_id(enum mon_chart_metric m)
 const char *mon_chart_title(enum mon_chart_metric m)
 {
     return S_M[m].title;
-}
-
-void mon_chart_esc(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
 }
 
 static double s_px(const struct s_frame *f, double b)
@@ -178,7 +166,7 @@ static void s_legend(FILE *out, const struct s_frame *f, int row, const char *co
         fputs(" (", out);
         char cut[18];
         snprintf(cut, sizeof cut, "%.14s%s", node, strlen(node) > 14 ? "~" : "");
-        mon_chart_esc(out, cut);
+        esc_html(out, cut);
         fputs(")", out);
     }
     fputs("</text>\n", out);

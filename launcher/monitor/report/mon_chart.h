@@ -28,8 +28,6 @@ const char *mon_chart_title(enum mon_chart_metric m);
 /* Draws metric m of r's ranks; named[0..nnamed) are ranks to show by name (the findings'). 0 drawn; 1 when no rank
  * has a value of m (nothing written); -1 when out of memory (nothing written). */
 int mon_chart_draw(FILE *out, const struct mon_report *r, enum mon_chart_metric m, const int *named, int nnamed);
-/* Writes s with &, <, >, " and ' escaped for HTML text and attribute values. */
-void mon_chart_esc(FILE *out, const char *s);
 /* An axis step: the smallest of 1, 2, 2.5, 5 times a power of ten that is >= v (1 when v is not positive); the
  * probe's charts use it too. */
 double mon_chart_nice(double v);

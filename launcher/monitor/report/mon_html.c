@@ -1,6 +1,8 @@
 /* mon_html: plaunch report's self-contained HTML page (inline CSS and SVG, no script, no external resource). */
 #include "mon_html.h"
 
+#include "esc.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -38,13 +40,13 @@ static void s_findings(FILE *out, const struct mon_report *r)
         const struct mon_finding *f = &r->f[i];
         fprintf(out, "<li data-kind=\"%s\" data-rank=\"%d\"><span class=\"kind\">%s</span> ",
                 mon_diag_kind_name(f->kind), f->rank, mon_diag_kind_name(f->kind));
-        mon_chart_esc(out, f->text);
+        esc_html(out, f->text);
         fputs("</li>\n", out);
     }
     /* the same as the terminal and plaunch.log show it, for copying; open at once when it is all there is */
     fprintf(out, "</ul>\n<details%s><summary>The Health block as text</summary>\n<pre id=\"health\">",
             r->nf ? "" : " open");
-    mon_chart_esc(out, r->block ? r->block : "");
+    esc_html(out, r->block ? r->block : "");
     fputs("</pre>\n</details>\n", out);
 }
 
@@ -52,17 +54,17 @@ static void s_logs(FILE *out, const struct mon_report *r)
 {
     if (r->root_cause) {
         fputs("<h2>Root cause</h2>\n<p class=\"meta\">from ", out);
-        mon_chart_esc(out, r->dir);
+        esc_html(out, r->dir);
         fputc('/', out);
-        mon_chart_esc(out, r->log_file);
+        esc_html(out, r->log_file);
         fputs("</p>\n<pre class=\"cause\" id=\"root-cause\">", out);
-        mon_chart_esc(out, r->root_cause);
+        esc_html(out, r->root_cause);
         fputs("</pre>\n", out);
     }
     if (r->health_logged) {
         fputs("<details><summary>The job's own Health block, as it wrote it into its plaunch log when it ended"
               "</summary>\n<pre id=\"health-logged\">", out);
-        mon_chart_esc(out, r->health_logged);
+        esc_html(out, r->health_logged);
         fputs("</pre>\n</details>\n", out);
     }
 }
@@ -121,9 +123,9 @@ static void s_table(FILE *out, const struct mon_report *r)
     for (int i = 0; i < r->nranks; i++) {
         const struct mon_rank_summary *s = &r->sum[i];
         fprintf(out, "<tr><td>%d</td><td class=\"l\">", s->rank);
-        mon_chart_esc(out, s->node);
+        esc_html(out, s->node);
         fputs("</td><td class=\"l\">", out);
-        mon_chart_esc(out, s->gpu[0] ? s->gpu : "-");
+        esc_html(out, s->gpu[0] ? s->gpu : "-");
         fprintf(out, "</td><td>%d</td><td>%lld</td>", s->samples, r->ranks[i].rows);
         s_cell(out, s->steady_s, 0);
         s_cell(out, s->util_mean, 1);
@@ -149,7 +151,7 @@ static void s_warnings(FILE *out, const struct mon_report *r)
     fputs("<h2>Reading notes</h2>\n<ul class=\"warnings\" id=\"warnings\">\n", out);
     for (int i = 0; i < r->nnotes; i++) {
         fputs("<li>", out);
-        mon_chart_esc(out, r->notes[i]);
+        esc_html(out, r->notes[i]);
         fputs("</li>\n", out);
     }
     if (r->notes_dropped)
@@ -172,7 +174,7 @@ int mon_html_page(FILE *out, const struct mon_report *r)
                  "rank%s on %d node%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>plaunch report</h1>\n"
                  "<p class=\"meta\" id=\"headline\">", r->nranks, r->nranks == 1 ? "" : "s", nodes,
             nodes == 1 ? "" : "s", S_CSS);
-    mon_chart_esc(out, head);
+    esc_html(out, head);
     fputs("</p>\n", out);
     s_findings(out, r);
     s_logs(out, r);

@@ -1,6 +1,8 @@
 /* mon_report: a job's monitor files read back into one bounded series per rank, and judged as the job would be. */
 #include "mon_report.h"
 
+#include "esc.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,9 +45,12 @@ void mon_report_note(struct mon_report *r, const char *fmt, ...)
         r->notes_dropped++;
         return;
     }
+    char raw[MON_REPORT_NOTE_LEN];
     va_start(ap, fmt);
-    vsnprintf(r->notes[r->nnotes++], MON_REPORT_NOTE_LEN, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* names and fields from the directory: shown on a terminal and a page, escaped (common/esc) */
+    esc_term(r->notes[r->nnotes++], MON_REPORT_NOTE_LEN, raw, sizeof raw, 0);
 }
 
 /* monitor.NODE.csv or monitor.NODE.csv.1, NODE as the agent writes it (a node label: safe in a file name). */

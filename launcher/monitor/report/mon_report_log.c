@@ -1,5 +1,7 @@
-/* mon_report_log: the root-cause and Health blocks of a job's plaunch logs, cleaned of what a terminal would obey. */
+/* mon_report_log: the root-cause and Health blocks of a job's plaunch logs, escaped of what a terminal would obey. */
 #include "mon_report_log.h"
+
+#include "esc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,48 +26,12 @@ struct s_gather {
     char *root, *health;          /* the file's last complete blocks */
 };
 
-/* The length of the valid UTF-8 sequence at s (1-4), or 0; C1 controls (U+0080-U+009F) count as invalid. */
-static int s_utf8(const unsigned char *s)
+/* A block from the file as it may be shown: escaped for a terminal (common/esc); the raw one is freed. */
+static char *s_shown(char *raw)
 {
-    unsigned char c = s[0];
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (n == 0)
-        return 0;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c == 0xc2)
-        lo = 0xa0; /* C1 controls: some terminals read U+009B as CSI */
-    else if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return n;
-}
-
-void mon_report_log_clean(char *str)
-{
-    unsigned char *s = (unsigned char *)str;
-    while (*s) {
-        if (*s < 0x80) {
-            if ((*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f)
-                *s = '?';
-            s++;
-            continue;
-        }
-        int n = s_utf8(s);
-        if (n == 0)
-            *s++ = '?';
-        else
-            s += n;
-    }
+    char *shown = esc_term_dup(raw, ESC_LINES);
+    free(raw);
+    return shown;
 }
 
 static void s_note(struct mon_report_log *lg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -243,10 +209,8 @@ void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg)
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(g.buf);
-    if (lg->root_cause)
-        mon_report_log_clean(lg->root_cause);
-    if (lg->health)
-        mon_report_log_clean(lg->health);
+    lg->root_cause = s_shown(lg->root_cause);
+    lg->health = s_shown(lg->health);
 }
 
 void mon_report_log_free(struct mon_report_log *lg)

@@ -9,11 +9,13 @@
 
 #define MON_REPORT_LOG_BLOCK (16u << 10) /* a block's text; longer ones are cut with a note */
 #define MON_REPORT_LOG_LINE 4096         /* a log line; longer ones are cut */
+#define MON_REPORT_LOG_TAIL (16ll << 20) /* of one log, the end read (its blocks are written last) */
+#define MON_REPORT_LOG_TOTAL (256ll << 20) /* of all the logs: the others are left out, with a note */
 #define MON_REPORT_LOG_NOTES 4
 #define MON_REPORT_LOG_NOTE_LEN 400
 
 struct mon_report_log {
-    char *root_cause, *health;    /* malloc'ed, cleaned (mon_report_log_clean); NULL: none */
+    char *root_cause, *health;    /* malloc'ed, escaped (esc_term_dup, ESC_LINES); NULL: none */
     char file[80];                /* the log the root cause came from */
     char notes[MON_REPORT_LOG_NOTES][MON_REPORT_LOG_NOTE_LEN]; /* logs refused or unreadable */
     int nnotes, notes_dropped;
@@ -25,8 +27,5 @@ struct mon_report_log {
 void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg);
 /* Frees lg's blocks; safe twice. */
 void mon_report_log_free(struct mon_report_log *lg);
-/* s made safe to print in place: control characters but tab and newline become '?', and so does every byte of
- * an invalid UTF-8 sequence. */
-void mon_report_log_clean(char *s);
 
 #endif

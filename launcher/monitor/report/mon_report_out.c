@@ -1,6 +1,8 @@
 /* mon_report_out: plaunch report's terminal table and JSON document. */
 #include "mon_report_out.h"
 
+#include "esc.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -140,15 +142,15 @@ void mon_report_out_text(FILE *out, const struct mon_report *r)
 
 /* ---- JSON ---------------------------------------------------------------------------------------------- */
 
-/* A string from the files, cleaned to valid UTF-8 (json_string refuses anything else); json null for NULL. */
+/* A string from the files, escaped to valid UTF-8 without controls (json_string refuses invalid UTF-8, and the
+ * JSON may be printed); json null for NULL. */
 static json_t *s_str(const char *s)
 {
     if (!s)
         return json_null();
-    char *c = strdup(s);
+    char *c = esc_term_dup(s, ESC_LINES);
     if (!c)
         return NULL;
-    mon_report_log_clean(c);
     json_t *j = json_string(c);
     free(c);
     return j;

@@ -30,7 +30,7 @@ void mon_report_out_text(FILE *out, const struct mon_report *r);
  *    "root_cause": the root-cause block, or null; "root_cause_log": the log it came from, or null,
  *    "warnings": ["log/monitor.x.csv is a FIFO (named pipe), not a regular file: refused", ...],
  *    "warnings_dropped": 0}
- * Strings from the files are cleaned to valid UTF-8 without control characters (mon_report_log_clean). */
+ * Strings from the files are escaped to valid UTF-8 without control characters (common/esc). */
 char *mon_report_out_json(const struct mon_report *r);
 
 #endif

@@ -2,6 +2,8 @@
  * the reader, so they cannot disagree. Numbers are written in the C locale (plaunch never calls setlocale). */
 #include "mon_csv.h"
 
+#include "esc.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -146,11 +148,19 @@ int mon_csv_is_header(const char *line)
     return s_chomp(line, a, sizeof a) && s_chomp(mon_csv_header(), b, sizeof b) && strcmp(a, b) == 0;
 }
 
+/* A refused field in a message: its first 40 bytes, escaped for the terminal the message reaches (common/esc). */
+#define S_SHOWN (4 * 40 + 1)
+static const char *s_shown(const char *v, char *buf, size_t cap)
+{
+    esc_term(buf, cap, v, 40, 0);
+    return buf;
+}
+
 /* Reads one field into s (or node) after its column's checks; 0, or -1 with a message naming the column. */
 static int s_field(const struct s_col *c, int col, const char *v, struct mon_sample *s, char *node, char *err,
                    size_t errlen)
 {
-    char *field = (char *)s + c->off, *end = NULL;
+    char *field = (char *)s + c->off, *end = NULL, shown[S_SHOWN];
     if (!v[0]) {
         if (c->required) {
             snprintf(err, errlen, "column %d (%s) is empty; it must be given", col + 1, c->name);
@@ -161,8 +171,8 @@ static int s_field(const struct s_col *c, int col, const char *v, struct mon_sam
     if (c->type == S_STR || c->type == S_NODE) {
         size_t cap = c->type == S_NODE ? MON_NODE_MAX : c->size;
         if (strlen(v) >= cap || !s_clean(v)) {
-            snprintf(err, errlen, "column %d (%s): '%.40s' is longer than %zu bytes or holds a control character",
-                     col + 1, c->name, v, cap - 1);
+            snprintf(err, errlen, "column %d (%s): '%s' is longer than %zu bytes or holds a control character",
+                     col + 1, c->name, s_shown(v, shown, sizeof shown), cap - 1);
             return -1;
         }
         memcpy(c->type == S_NODE ? node : field, v, strlen(v) + 1);
@@ -185,7 +195,8 @@ static int s_field(const struct s_col *c, int col, const char *v, struct mon_sam
         *(int *)field = (int)ll;
     return 0;
 bad:
-    snprintf(err, errlen, "column %d (%s): '%.40s' is not %s from %g to %g", col + 1, c->name, v,
+    snprintf(err, errlen, "column %d (%s): '%s' is not %s from %g to %g", col + 1, c->name,
+             s_shown(v, shown, sizeof shown),
              c->type == S_DBL ? "a number" : "a whole number", c->lo, c->hi);
     return -1;
 }
@@ -199,12 +210,13 @@ int mon_csv_parse(const char *line, struct mon_sample *s, char *node, char *err,
         return -1;
     }
     if (buf[0] == 'v') {
-        size_t w = strcspn(buf, ",");
+        char shown[S_SHOWN];
+        buf[strcspn(buf, ",")] = '\0';
         if (mon_csv_is_header(line))
             snprintf(err, errlen, "header line, not a row");
         else
-            snprintf(err, errlen, "a header of another format ('%.*s...'; this plaunch reads %s)", (int)(w < 40 ? w : 40),
-                     buf, s_cols[0].name);
+            snprintf(err, errlen, "a header of another format ('%s...'; this plaunch reads %s)",
+                     s_shown(buf, shown, sizeof shown), s_cols[0].name);
         return -1;
     }
     for (char *p = buf;; p++) {

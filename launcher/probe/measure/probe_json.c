@@ -1,6 +1,8 @@
 /* probe_json: typed reads of JSON fields whose failures name the file, the field's path and what was expected. */
 #include "probe_json.h"
 
+#include "esc.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -61,7 +63,8 @@ int probe_json_str(struct probe_jctx *ld, const json_t *o, const char *path, con
         return required ? probe_json_bad(ld, path, key, "a string", NULL) : 0;
     if (!json_is_string(v))
         return probe_json_bad(ld, path, key, "a string", v);
-    snprintf(buf, len, "%s", json_string_value(v));
+    const char *str = json_string_value(v); /* from a file: what is printed or put in a page is escaped */
+    esc_term(buf, len, str, strlen(str), 0);
     return 1;
 }
 

@@ -11,20 +11,6 @@ static const char *const S_COLORS[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#9467b
                                         "#8c564b", "#e377c2", "#17becf", "#7f7f7f" };
 #define S_NCOLORS (sizeof S_COLORS / sizeof S_COLORS[0])
 
-void probe_chart_esc(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
-}
-
 /* Data space [x0,x1] x [y0,y1] mapped into a w x h picture with margins. */
 struct s_frame {
     double x0, x1, y0, y1;

@@ -14,7 +14,4 @@ void probe_chart_busbw(FILE *out, const struct probe_meas *m, enum probe_op op);
  * N's threshold; flagged points red. */
 void probe_chart_efficiency(FILE *out, const struct probe_analysis *a);
 
-/* Writes s with &, <, >, " and ' escaped for HTML text and attributes. */
-void probe_chart_esc(FILE *out, const char *s);
-
 #endif

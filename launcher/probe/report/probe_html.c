@@ -1,6 +1,8 @@
 /* probe_html: the probe's report as one self-contained HTML page (inline CSS and SVG, no external resources). */
 #include "probe_html.h"
 
+#include "esc.h"
+
 #include "probe_chart.h"
 #include "probe_fmt.h"
 #include "probe_report.h"
@@ -40,10 +42,10 @@ static void s_verdicts(FILE *out, const struct probe_analysis *a)
                 continue;
             fprintf(out, "<li class=\"%s\" data-kind=\"%s\"><span class=\"sev\">%s</span> ", cls[v->sev], v->kind,
                     probe_verdict_sev_name(v->sev));
-            probe_chart_esc(out, v->text);
+            esc_html(out, v->text);
             if (v->reason[0]) {
                 fputs("<div class=\"why\">why: ", out);
-                probe_chart_esc(out, v->reason);
+                esc_html(out, v->reason);
                 fputs("</div>", out);
             }
             fputs("</li>\n", out);
@@ -103,11 +105,11 @@ static void s_preflight(FILE *out, const struct probe_meas *m)
         probe_fmt_cuda_version(g->runtime_cuda, rt, sizeof rt);
         probe_fmt_nccl_version(g->nccl_version, nccl, sizeof nccl);
         fprintf(out, "<tr><td>%d</td><td class=\"l\">", g->rank);
-        probe_chart_esc(out, g->host);
+        esc_html(out, g->host);
         fprintf(out, "</td><td>%d</td><td class=\"l\">", g->local_rank);
-        probe_chart_esc(out, g->name);
+        esc_html(out, g->name);
         fputs("</td><td class=\"l\">", out);
-        probe_chart_esc(out, g->pci_bus_id);
+        esc_html(out, g->pci_bus_id);
         fprintf(out, "</td><td>%.1f</td><td>%d.%d</td><td%s>%s</td><td>%s</td><td>%s</td></tr>\n",
                 (double)g->memory_bytes / (1 << 30), g->cc_major, g->cc_minor,
                 g->driver_cuda < g->runtime_cuda ? " class=\"bad\"" : "", drv, rt, nccl);
@@ -116,7 +118,7 @@ static void s_preflight(FILE *out, const struct probe_meas *m)
     for (size_t h = 0; h < m->np2p; h++) {
         const struct probe_p2p *p = &m->p2p[h];
         fputs("<p>P2P access on <b>", out);
-        probe_chart_esc(out, p->host);
+        esc_html(out, p->host);
         fputs("</b> (row can read column's memory)</p>\n<table class=\"p2p\"><tr><th>rank</th>", out);
         for (int j = 0; j < p->n; j++)
             fprintf(out, "<th>%d</th>", p->ranks[j]);
@@ -187,7 +189,7 @@ static void s_sweeps(FILE *out, const struct probe_meas *m)
         char title[256];
         probe_table_title(s, title, sizeof title);
         fprintf(out, "<h3>");
-        probe_chart_esc(out, title);
+        esc_html(out, title);
         fprintf(out, "</h3>\n<table class=\"sweep\" data-op=\"%s\" data-n=\"%d\"><tr><th colspan=\"2\"></th>"
                      "<th colspan=\"4\">out-of-place</th><th colspan=\"4\">in-place</th></tr>\n<tr><th>size (B)</th>"
                      "<th>count</th><th>time us</th><th>algbw GB/s</th><th>busbw GB/s</th><th>#wrong</th><th>time us</th>"
@@ -215,12 +217,12 @@ void probe_html_page(FILE *out, const struct probe_meas *m, const struct probe_a
                  "%zu GPU(s) on ", m->ngpus, S_CSS, m->ngpus);
     for (size_t i = 0; i < m->nhosts; i++) {
         fputs(i ? ", " : "", out);
-        probe_chart_esc(out, m->hosts[i]);
+        esc_html(out, m->hosts[i]);
     }
     fputs(" &middot; ", out);
-    probe_chart_esc(out, m->date);
+    esc_html(out, m->date);
     fputs("</p>\n<p class=\"meta\" id=\"source\">source: ", out);
-    probe_chart_esc(out, m->source);
+    esc_html(out, m->source);
     fprintf(out, "</p>\n<p class=\"meta\" id=\"timing\">timing: %s; %s; -n %d, -w %d</p>\n",
             probe_timing_label(m->config.timing), probe_dtype_name(m->config.dtype), m->config.iters,
             m->config.warmup_iters);
