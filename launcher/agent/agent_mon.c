@@ -22,9 +22,6 @@
 #include "ownfile.h"
 #include "util.h"
 
-/* monitor.NODE.csv is renamed to monitor.NODE.csv.1 (replacing the older one) when it reaches this size: at
- * most twice this on disk per node, the recent past always in full. */
-#define MON_CSV_ROTATE (64ll << 20)
 #define PREFLIGHT_DEADLINE_MS 20000
 /* A sample answer later than this is a stuck NVML call. */
 #define SAMPLE_DEADLINE_MIN_MS 5000

@@ -1,11 +1,12 @@
 #!/bin/bash
 # reportsafe.t: `plaunch report` on a directory someone else filled. 1: ESC, CSI, OSC, BEL and C1 bytes in every field
 # of a monitor file's rows, in its header and in the root cause of the log: the report's stderr, stdout, HTML and
-# JSON hold none of them raw (one terminal escaper, one HTML escaper, common/esc).
+# JSON hold none of them raw (one terminal escaper, one HTML escaper, common/esc). 2: a 64 GiB sparse monitor file
+# and a 64 GiB sparse log: the report reads a bounded part of each, finishes within seconds and names both files.
 . "$(dirname "$0")/lib.sh"
 GEN=$PLAUNCH_BUILD/tests/tools/pl_moncsv
 [ -x "$GEN" ] || { echo "Bail out! $GEN is not built (make unit)"; exit 1; }
-plan 8
+plan 12
 
 report() {
     timeout -k 5 60 "$PLAUNCH" report "$@" >"$T/.out" 2>"$T/.err"
@@ -55,4 +56,19 @@ ok $(grep -q 'u001b\|u009b\|u0007' "$T/evil.json"; [ $? = 1 ]; echo $?) "the JSO
 like "$(grep -o 'rank 0 [^<]*' "$T/evil.html" | head -1)" 'rank 0 \\x1b\[2J\\x1b\]0;owned\\x07 \\x9b31m \\xc2\\x9bX' \
     "the log's root cause in the HTML: every control byte as \\xNN"
 
+# 2. 64 GiB sparse files
+mkdir big
+"$GEN" big/monitor.node-a.csv node-a "$(spec 0)"
+truncate -s 64G big/monitor.node-b.csv
+truncate -s 64G big/plaunch.node-b.log
+printf 'plaunch: ===== job j failed: root cause =====\n  first failure : rank 0 exited 3\nplaunch: exit status 3\n' >big/plaunch.log
+t0=$(date +%s%N)
+report big
+el=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "# plaunch report on a 64 GiB sparse monitor file and a 64 GiB log: $el ms"
+is "$rc" 1 "a 64 GiB sparse monitor file: the report ends (exit 1: its zeros are refused)"
+ok $([ "$el" -lt 20000 ]; echo $?) "... within seconds ($el ms)"
+like "$(cat "$T/.err")" "big/monitor.node-b.csv is 65536 MiB, more than a monitor file grows to \(64 MiB, then it rotates\): only its first 65 MiB read" \
+    "the warning names the monitor file and says how much was read"
+like "$(cat "$T/.err")" "big/plaunch.node-b.log is 65536 MiB: only its last 16 MiB read" "... and names the log"
 done_testing

@@ -35,6 +35,8 @@ struct s_reader {
     const char *file;
     long long line;
     long long out_of_order;
+    long long bytes;              /* read of all the files so far (MON_REPORT_TOTAL_MAX) */
+    int left_out;                 /* files past the total */
 };
 
 void mon_report_note(struct mon_report *r, const char *fmt, ...)
@@ -240,6 +242,27 @@ static int s_lines(struct s_reader *rd, int fd, off_t size)
     return 0;
 }
 
+/* How much of a file of size bytes is read: within MON_REPORT_FILE_MAX and what MON_REPORT_TOTAL_MAX leaves. */
+static off_t s_bound(struct s_reader *rd, const char *name, off_t size)
+{
+    struct mon_report *r = rd->r;
+    long long left = MON_REPORT_TOTAL_MAX - rd->bytes, take = size;
+    if (take > MON_REPORT_FILE_MAX) {
+        take = MON_REPORT_FILE_MAX;
+        mon_report_note(r, "%s/%s is %lld MiB, more than a monitor file grows to (%lld MiB, then it rotates): only "
+                        "its first %lld MiB read", r->dir, name, (long long)size >> 20, MON_CSV_ROTATE >> 20,
+                        take >> 20);
+    }
+    if (take > left) {
+        take = left;
+        mon_report_note(r, "%s/%s: the report reads at most %lld MiB of monitor files: only the first %lld MiB of "
+                        "this one read, the files after it left out", r->dir, name, MON_REPORT_TOTAL_MAX >> 20,
+                        take >> 20);
+    }
+    rd->bytes += take;
+    return (off_t)take;
+}
+
 /* Opens, checks and reads one file; -1 when out of memory. */
 static int s_file(struct s_reader *rd, int dfd, const char *name)
 {
@@ -263,8 +286,10 @@ static int s_file(struct s_reader *rd, int dfd, const char *name)
         mon_report_note(r, "%s/%s is %s, not a regular file: refused", r->dir, name, s_kind(st.st_mode));
     else if (fcntl(fd, F_SETFL, 0) < 0)
         mon_report_note(r, "cannot read %s/%s: %s", r->dir, name, strerror(errno));
+    else if (rd->bytes >= MON_REPORT_TOTAL_MAX)
+        rd->left_out++;
     else
-        rc = s_lines(rd, fd, st.st_size);
+        rc = s_lines(rd, fd, s_bound(rd, name, st.st_size));
     close(fd);
     return rc;
 }
@@ -375,6 +400,9 @@ int mon_report_read(const char *dir, const struct mon_thresh *th, struct mon_rep
     for (int i = 0; i < n; i++)
         if (s_file(rd, dfd, files[i].name) < 0)
             goto oom;
+    if (rd->left_out)
+        mon_report_note(r, "%s: %d monitor file%s left out: past the %lld MiB a report reads", dir, rd->left_out,
+                        rd->left_out == 1 ? "" : "s", MON_REPORT_TOTAL_MAX >> 20);
     if (rd->out_of_order)
         mon_report_note(r, "%s: %lld rows earlier than their rank's previous row (a clock stepped back?) left out",
                         dir, rd->out_of_order);

@@ -4,6 +4,8 @@
 #ifndef PLAUNCH_MON_REPORT_H
 #define PLAUNCH_MON_REPORT_H
 
+#include "mon_csv.h"
+
 #include <limits.h>
 #include <stdint.h>
 
@@ -17,6 +19,11 @@
 #define MON_REPORT_NOTES 12       /* warnings kept (each names its file and line); the others are counted */
 #define MON_REPORT_NOTE_LEN 600
 #define MON_REPORT_BLOCK_MAX (64u << 10) /* the Health block's text */
+/* What a report reads of the monitor files: of one, a little more than the agent lets it grow to before it
+ * rotates; of all, 64 such files (a larger file is read that far, the files past the total are left out, each
+ * with a warning naming it). */
+#define MON_REPORT_FILE_MAX (MON_CSV_ROTATE + (1ll << 20))
+#define MON_REPORT_TOTAL_MAX (64 * MON_REPORT_FILE_MAX)
 
 struct mon_report_rank {
     struct mon_series *ser;

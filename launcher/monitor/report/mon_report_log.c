@@ -143,7 +143,8 @@ static void s_read(struct mon_report_log *lg, const char *dir, int fd, off_t siz
     s_close(g);
 }
 
-static void s_log(int dfd, const char *dir, struct mon_report_log *lg, const char *name, struct s_gather *g)
+static void s_log(int dfd, const char *dir, struct mon_report_log *lg, const char *name, struct s_gather *g,
+                  long long *budget)
 {
     struct stat st;
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
@@ -151,10 +152,26 @@ static void s_log(int dfd, const char *dir, struct mon_report_log *lg, const cha
         s_note(lg, "%s/%s %s: refused", dir, name, errno == ELOOP ? "is a symbolic link" : strerror(errno));
         return;
     }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) < 0)
+    off_t size = 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) < 0) {
         s_note(lg, "%s/%s is not a regular file: refused", dir, name);
-    else
-        s_read(lg, dir, fd, st.st_size, name, g);
+    } else if (*budget <= 0) {
+        s_note(lg, "%s/%s left out: the report reads at most %lld MiB of logs", dir, name, MON_REPORT_LOG_TOTAL >> 20);
+    } else {
+        size = st.st_size;
+        if (size > MON_REPORT_LOG_TAIL) { /* its end: where a job writes its root cause and Health block */
+            s_note(lg, "%s/%s is %lld MiB: only its last %lld MiB read", dir, name, (long long)size >> 20,
+                   MON_REPORT_LOG_TAIL >> 20);
+            size = MON_REPORT_LOG_TAIL;
+        }
+        if (size > *budget)
+            size = *budget;
+        *budget -= size;
+        if (lseek(fd, st.st_size - size, SEEK_SET) < 0)
+            s_note(lg, "cannot read %s/%s: %s", dir, name, strerror(errno));
+        else
+            s_read(lg, dir, fd, size, name, g);
+    }
     close(fd);
 }
 
@@ -177,6 +194,7 @@ void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg)
 {
     char *names[S_LOGS_MAX];
     int n = 0;
+    long long budget = MON_REPORT_LOG_TOTAL;
     memset(lg, 0, sizeof *lg);
     struct s_gather g = { .buf = malloc(MON_REPORT_LOG_BLOCK) };
     DIR *d = g.buf ? fdopendir(dup(dfd)) : NULL;
@@ -192,7 +210,7 @@ void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg)
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, s_cmp);
     for (int i = 0; i < n && (!lg->root_cause || !lg->health); i++) {
-        s_log(dfd, dir, lg, names[i], &g);
+        s_log(dfd, dir, lg, names[i], &g, &budget);
         if (g.root && !lg->root_cause) {
             lg->root_cause = g.root;
             snprintf(lg->file, sizeof lg->file, "%s", names[i]);

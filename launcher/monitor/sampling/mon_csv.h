@@ -9,6 +9,9 @@
 #include "mon_sample.h"
 
 #define MON_CSV_LINE_MAX 1024
+/* monitor.NODE.csv is renamed to monitor.NODE.csv.1 (replacing the older one) when it reaches this size (the
+ * agent, agent_mon.c): at most twice this on disk per node, the recent past always in full. */
+#define MON_CSV_ROTATE (64ll << 20)
 
 /* The header line (with its newline): v1_time_unix_ms,node, then mon_sample's fields in their order (rank, ...,
  * host_avail_frac; gpu_util as gpu_util_pct). */
