@@ -20,7 +20,6 @@
 #include "log.h"
 #include "wire.h"
 
-extern char **environ;
 
 #define AS_OUT_MAX (4u << 20)     /* one __stacks answer */
 #define AS_TAIL (256u << 10)      /* the end of a rank's log searched for faulthandler's dump */
@@ -158,7 +157,10 @@ static int s_spawn_capture(agent_stacks_t *h, struct as_worker *w, int deadline_
     posix_spawnattr_setsigdefault(&at, &all);
     posix_spawnattr_setpgroup(&at, 0);
     pid_t child;
-    int rc = posix_spawn(&child, h->exe, &fa, &at, argv, environ);
+    /* the workers' environment (wenv.c: without PLAUNCH_TOKEN), not the agent's: the collector and the py-spy it
+     * runs hold no credential of the job */
+    char *noenv[] = { NULL };
+    int rc = posix_spawn(&child, h->exe, &fa, &at, argv, h->job->base_env ? h->job->base_env : noenv);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(p[1]);

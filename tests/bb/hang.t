@@ -226,5 +226,20 @@ else
     for i in 1 2 3 4; do ok 0 "# SKIP no torch for $PY (python3-torch)"; done
 fi
 
+# ---- the hang collectors do not hold the job's token: plaunch __stacks and py-spy get the workers' environment --
+mkdir -p "$T/spybin"
+cat >"$T/spybin/py-spy" <<SPY
+#!/bin/sh
+tr '\\0' '\\n' </proc/\$PPID/environ >"$T/stacks.env"
+env >"$T/pyspy.env"
+SPY
+chmod +x "$T/spybin/py-spy"
+PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') PATH="$T/spybin:$PATH" \
+    run_plaunch --nproc-per-node 1 --hang-timeout 3 --on-hang stop --log-dir "$T/tok" "$PY" -c 'import time; time.sleep(3600)'
+is "$rc" 124 "a hung CPython job run with PLAUNCH_TOKEN in its environment: 124"
+ok $([ -s "$T/stacks.env" ] && [ -s "$T/pyspy.env" ]; echo $?) "... its plaunch __stacks ran py-spy (a stand-in that saves both environments)"
+is "$(cat "$T/stacks.env" "$T/pyspy.env" 2>/dev/null | grep -c '^PLAUNCH_TOKEN=')" 0 \
+    "... neither plaunch __stacks nor py-spy has PLAUNCH_TOKEN"
+
 plan "$_tap_n"
 done_testing
