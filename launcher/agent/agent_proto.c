@@ -242,8 +242,8 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             return 0;
         }
         if (!ac->assigned && now - ac->started_ns > (uint64_t)(o->rdzv_timeout * 1e9)) {
-            log_error("no answer from the coordinator at %s within --rdzv-timeout %g s: is plaunch running there, "
-                      "with the same credentials, and is the port reachable?", ac->endpoint, o->rdzv_timeout);
+            log_error("no answer from the coordinator at %s within --rdzv-timeout %g s: %s", ac->endpoint,
+                      o->rdzv_timeout, link_no_answer_hint(ac->link));
             agent_proto_finish(ac, 125);
             return 0;
         }

@@ -14,7 +14,12 @@
 #include <openssl/rand.h>
 #include <zmq.h>
 
+#include "conn_guard.h"
 #include "log.h"
+
+/* A peer that took our connection has this long to answer our ClientHello (a coordinator closes a connection that
+ * has not authenticated after CONN_AUTH_MS; one that holds it longer and says nothing is no plaunch coordinator). */
+#define LINK_HANDSHAKE_MS (CONN_AUTH_MS + 5000)
 
 struct link {
     void *zctx, *sock;
@@ -39,6 +44,11 @@ struct link {
     int backoff_ms;          /* before the next handshake after a broken session */
     int retry_timer;
     int stopped;             /* a fatal failure: no more handshakes */
+    /* the handshake deadline: armed when the connection is up, until the peer answers */
+    int hs_timer;
+    int answered;            /* this session's peer sent a frame */
+    int zmtp_up;             /* ... finished the ZeroMQ handshake */
+    int unanswered;          /* sessions in a row whose connected peer never answered */
 };
 
 /* Sends every pending TLS record as its own frame. */
@@ -100,6 +110,9 @@ static void s_reset(link_t *l, const char *why, int keep)
         tls_chan_destroy(&l->ch);
     }
     void *none = NULL;
+    if (l->hs_timer > 0)
+        loop_timer_cancel(l->loop, l->hs_timer);
+    l->hs_timer = 0;
     if (keep && l->open && !l->old_sock) { /* read no more from it; close it when the next session is open */
         s_close(l, &none, &l->mon);
         loop_remove_socket(l->loop, l->sock);
@@ -183,6 +196,8 @@ static int s_on_plain(link_t *l, const unsigned char *data, size_t len)
 
 static void s_on_frame(link_t *l, const void *data, size_t len)
 {
+    l->answered = 1;
+    l->unanswered = 0;
     if (!l->tls) {
         s_deliver(l, data, len);
         return;
@@ -227,6 +242,35 @@ static int s_on_readable(loop_t *loop, int fd, void *sock, short revents, void *
     return 0;
 }
 
+/* The handshake deadline passed with no word from a peer that took our connection: a new session (the caller's
+ * --rdzv-timeout ends the waiting; link_no_answer_hint tells it why). */
+static int s_handshake_due(loop_t *loop, int id, void *arg)
+{
+    link_t *l = arg;
+    char why[600];
+    l->hs_timer = 0;
+    if (l->open || l->answered || !l->sock)
+        return 0;
+    l->unanswered++;
+    snprintf(why, sizeof why, "the peer at %s took the connection but %s within %d s: it does not answer as a "
+             "plaunch coordinator (another program on that port, or a firewall that holds connections?)",
+             l->at_relay ? "the relay's address" : l->endpoint,
+             l->zmtp_up ? "gave no answer to our TLS ClientHello" : "never finished the ZeroMQ handshake",
+             LINK_HANDSHAKE_MS / 1000);
+    s_reset(l, why, 0);
+    return 0;
+}
+
+/* The TCP connection of the current socket is up: its peer has LINK_HANDSHAKE_MS to answer. */
+static void s_connected(link_t *l)
+{
+    if (!l->tls || l->open || l->answered)
+        return;
+    if (l->hs_timer > 0)
+        loop_timer_cancel(l->loop, l->hs_timer);
+    l->hs_timer = loop_timer_after_ms(l->loop, LINK_HANDSHAKE_MS, s_handshake_due, l);
+}
+
 /* The connection of the current socket closed (the coordinator closed it, or died): a new session, at once. */
 static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
@@ -243,6 +287,9 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
         if (zmq_msg_size(&ev) >= 2)
             memcpy(&event, zmq_msg_data(&ev), 2);
         closed |= event == ZMQ_EVENT_DISCONNECTED;
+        if (event == ZMQ_EVENT_CONNECTED)
+            s_connected(l);
+        l->zmtp_up |= event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
         int more = zmq_msg_more(&ev);
         zmq_msg_close(&ev);
         if (more) { /* the event's address frame */
@@ -295,7 +342,8 @@ static int s_connect(link_t *l, char *err, size_t errlen)
         zmq_setsockopt(l->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_setsockopt(l->sock, ZMQ_SNDHWM, &zero, sizeof zero) < 0 || /* a refused frame: a broken TLS session */
-        zmq_socket_monitor(l->sock, mon_ep, ZMQ_EVENT_DISCONNECTED) < 0 || !(l->mon = zmq_socket(l->zctx, ZMQ_PAIR)) ||
+        zmq_socket_monitor(l->sock, mon_ep,
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0 || !(l->mon = zmq_socket(l->zctx, ZMQ_PAIR)) ||
         zmq_connect(l->mon, mon_ep) < 0 || zmq_connect(l->sock, to) < 0) {
         snprintf(err, errlen, "cannot connect to the %s at %s: %s", l->at_relay ? "relay" : "coordinator", to,
                  zmq_strerror(errno));
@@ -303,6 +351,7 @@ static int s_connect(link_t *l, char *err, size_t errlen)
         return -1;
     }
     l->relay[0] = '\0'; /* one session there: if it breaks, the next starts at the coordinator */
+    l->answered = l->zmtp_up = 0;
     if (loop_add_socket(l->loop, l->sock, ZMQ_POLLIN, s_on_readable, l) < 0 ||
         loop_add_socket(l->loop, l->mon, ZMQ_POLLIN, s_on_monitor, l) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
@@ -372,6 +421,8 @@ void link_destroy(link_t **pl)
     }
     if (l->retry_timer > 0)
         loop_timer_cancel(l->loop, l->retry_timer);
+    if (l->hs_timer > 0)
+        loop_timer_cancel(l->loop, l->hs_timer);
     if (l->sock) /* let a last BYE and close_notify leave */
         s_linger(l->sock);
     void *none = NULL;
@@ -414,6 +465,14 @@ int link_send(link_t *l, const wire_msg_t *m)
 int link_is_open(const link_t *l)
 {
     return l->open;
+}
+
+const char *link_no_answer_hint(const link_t *l)
+{
+    if (l && l->unanswered)
+        return "the peer there took every connection but answered no TLS handshake: no plaunch coordinator listens "
+               "there; check --master (its host and port) and that plaunch runs on that node";
+    return "is plaunch running there, with the same credentials, and is the port reachable?";
 }
 
 int link_at_relay(const link_t *l)

@@ -25,6 +25,9 @@ int link_send(link_t *l, const wire_msg_t *m);
 /* Starts a new session (new TLS handshake). */
 void link_reset(link_t *l, const char *why);
 int link_is_open(const link_t *l);
+/* Why a coordinator gave no answer, for the message that ends the wait: no plaunch coordinator listens there
+ * (its last sessions ended because the peer took the connection and never answered), or the usual causes. */
+const char *link_no_answer_hint(const link_t *l);
 /* The current session is with a relay (a REDIRECT's), not with the coordinator itself. */
 int link_at_relay(const link_t *l);
 /* on: the sessions that follow ask the coordinator to serve this node itself, never through a relay (a relay's
