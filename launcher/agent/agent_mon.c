@@ -59,7 +59,6 @@ static void s_drop_sampler(agent_mon_t *m)
         return;
     loop_remove_fd(m->loop, mon_sampler_fd(m->sampler));
     mon_sampler_stop(&m->sampler);
-    m->job->monitor_pid = 0;
     m->outstanding = 0;
 }
 
@@ -78,7 +77,6 @@ static int s_start_sampler(agent_mon_t *m)
         m->broken = 1;
         return -1;
     }
-    m->job->monitor_pid = mon_sampler_pid(m->sampler);
     return 0;
 }
 

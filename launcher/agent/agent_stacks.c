@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,8 @@
 #include "hang_proc.h"
 #include "hang_pytb.h"
 #include "log.h"
+#include "proc.h"
 #include "wire.h"
-
 
 #define AS_OUT_MAX (4u << 20)     /* one __stacks answer */
 #define AS_TAIL (256u << 10)      /* the end of a rank's log searched for faulthandler's dump */
@@ -34,8 +33,8 @@ struct as_worker {
     int in;                       /* running when the request came */
     int rank, local;
     pid_t pid;
-    pid_t cap_pid;                /* its __stacks process; 0 none */
-    int cap_pidfd, cap_fd;
+    pid_t cap_pid;                /* its __stacks process (registered, proc.h); 0 none */
+    int cap_fd;
     char *buf;
     size_t len;
     int truncated;
@@ -81,11 +80,12 @@ static void s_drop_capture(agent_stacks_t *h, struct as_worker *w)
         loop_remove_fd(h->loop, w->cap_fd);
         close(w->cap_fd);
     }
-    if (w->cap_pidfd >= 0) {
-        s_pidfd_kill(w->cap_pidfd, SIGKILL); /* done or not: it has nothing more to say (the reaper takes it) */
-        close(w->cap_pidfd);
+    if (w->cap_pid > 0) {
+        /* done or not: it has nothing more to say (the loop's reaper takes it; refused once it was reaped) */
+        proc_signal(w->cap_pid, h, SIGKILL);
+        proc_disown(w->cap_pid, h);
     }
-    w->cap_fd = w->cap_pidfd = -1;
+    w->cap_fd = -1;
     w->cap_pid = 0;
 }
 
@@ -143,35 +143,23 @@ static int s_spawn_capture(agent_stacks_t *h, struct as_worker *w, int deadline_
     snprintf(dl, sizeof dl, "%d", deadline_ms);
     snprintf(pid, sizeof pid, "%d", (int)w->pid);
     char *argv[] = { h->exe, "__stacks", "--deadline-ms", dl, pid, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setpgroup(&at, 0);
-    pid_t child;
     /* the workers' environment (wenv.c: without PLAUNCH_TOKEN), not the agent's: the collector and the py-spy it
      * runs hold no credential of the job */
     char *noenv[] = { NULL };
-    int rc = posix_spawn(&child, h->exe, &fa, &at, argv, h->job->base_env ? h->job->base_env : noenv);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    struct proc_spawn sp = { .path = h->exe, .argv = argv, .envp = h->job->base_env ? h->job->base_env : noenv,
+                             .stdio = { PROC_NULL, p[1], PROC_KEEP }, .group = 1, .mask = &none, .dfl = &all };
+    pid_t child = proc_spawn(&sp, NULL, h);
+    int e = errno;
     close(p[1]);
-    if (rc != 0) {
+    if (child < 0) {
         close(p[0]);
-        errno = rc;
+        errno = e;
         return -1;
     }
-    /* our unreaped child: its number cannot be reused before the loop's reaper runs, which is after this */
     w->cap_pid = child;
-    w->cap_pidfd = s_pidfd_open(child);
     w->cap_fd = p[0];
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     if (loop_add_fd(h->loop, p[0], ZMQ_POLLIN, s_on_capture, h) < 0) {
@@ -379,7 +367,7 @@ agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_
     h->exe[len] = '\0';
     h->job = job, h->loop = loop, h->send = send, h->hold = hold, h->arg = arg, h->nw = job->nworkers;
     for (int i = 0; i < h->nw; i++)
-        h->w[i].cap_fd = h->w[i].cap_pidfd = -1;
+        h->w[i].cap_fd = -1;
     return h;
 }
 

@@ -75,7 +75,6 @@ struct job {
     char agent_endpoint[PATH_MAX + 32]; /* PLAUNCH_AGENT */
     char **base_env;           /* inherited environment minus the variables plaunch sets */
     int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
-    pid_t monitor_pid;         /* the health monitor's sampler, a child of plaunch that is no stray; 0 none */
     struct mon_thresh mon_thresh; /* the health diagnosis thresholds (defaults, --monitor-config) */
 };
 

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "log.h"
+#include "proc.h"
 
 #define SENTINEL_MAX_GROUPS 65536
 
@@ -124,6 +124,12 @@ static void s_run(int fd, const char *marker)
     _exit(0);
 }
 
+/* The sentinel ended before plaunch did (reaped by the child registry). */
+static void s_on_exit(void *owner, const struct proc_exit *e)
+{
+    log_warn("the orphan sentinel (pid %d) died; workers are still tied to plaunch by PDEATHSIG", (int)e->pid);
+}
+
 pid_t sentinel_start(const char *marker)
 {
     int p[2];
@@ -158,6 +164,7 @@ pid_t sentinel_start(const char *marker)
         s_run(p[0], marker ? marker : "");
     }
     close(p[0]);
+    proc_add(pid, 0, s_on_exit, &s_pid); /* before anything can reap it: no one else waits in plaunch */
     /* A sentinel that stopped reading (SIGSTOP) must not stop the launcher: records it cannot take are lost. */
     fcntl(p[1], F_SETFL, O_NONBLOCK);
     s_fd = p[1];
@@ -201,12 +208,6 @@ void sentinel_release(void)
     s_fd = -1;
     /* It exits at once on EOF: reap it, or it lingers as a zombie of whatever init adopts it. */
     if (s_pid > 0)
-        while (waitpid(s_pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_wait(s_pid, &s_pid, -1, NULL);
     s_pid = -1;
-}
-
-pid_t sentinel_pid(void)
-{
-    return s_pid;
 }

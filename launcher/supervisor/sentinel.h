@@ -16,6 +16,5 @@ void sentinel_watch(pid_t pgid);
 void sentinel_forget(pid_t pgid);
 /* Normal shutdown: every worker is reaped; removes the job cgroup, and the sentinel exits without killing. */
 void sentinel_release(void);
-pid_t sentinel_pid(void);
 
 #endif

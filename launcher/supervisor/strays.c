@@ -9,12 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "log.h"
+#include "proc.h"
 #include "procfile.h"
 #include "sentinel.h"
 
@@ -51,8 +50,9 @@ static int s_add(struct pidset *ps, pid_t pid)
     return 0;
 }
 
-/* The strays among plaunch's children: every complete number (digits ended by a space or newline) that is
- * neither the sentinel nor a running worker. Count, or -1 with errno. */
+/* The strays among plaunch's children: every complete number (digits ended by a space or newline) that no part
+ * registered as its child (the sentinel, running workers, the monitor's sampler...: proc.h). Count, or -1 with
+ * errno. */
 static int s_strays(struct pidset *ps, const struct job *job)
 {
     char path[64];
@@ -72,40 +72,12 @@ static int s_strays(struct pidset *ps, const struct job *job)
         while (i < ps->len && ps->buf[i] != ' ' && ps->buf[i] != '\n')
             i++;
         i++;
-        if (!whole || pid <= 0 || pid == sentinel_pid() || (job->monitor_pid > 0 && pid == job->monitor_pid))
+        if (!whole || pid <= 0 || proc_owned((pid_t)pid))
             continue;
-        int worker = 0;
-        for (int w = 0; w < job->nworkers && !worker; w++)
-            worker = job->workers[w].state == W_RUNNING && job->workers[w].pid == pid;
-        if (!worker && s_add(ps, (pid_t)pid) < 0)
+        if (s_add(ps, (pid_t)pid) < 0)
             return -1;
     }
     return ps->n;
-}
-
-/* Reaps the killed strays, woken by SIGCHLD (blocked in plaunch: the loop takes it by signalfd, and looks for
- * exited children after any wake-up, so taking one here loses nothing). Returns how many are not yet reaped
- * at the deadline. */
-static int s_reap(struct pidset *ps, uint64_t deadline_ns)
-{
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    for (;;) {
-        for (int i = 0; i < ps->n;) {
-            pid_t r = waitpid(ps->pid[i], NULL, WNOHANG);
-            if (r == ps->pid[i] || (r < 0 && errno == ECHILD))
-                ps->pid[i] = ps->pid[--ps->n];
-            else
-                i++;
-        }
-        uint64_t now = loop_now_ns();
-        if (ps->n == 0 || now >= deadline_ns)
-            return ps->n;
-        struct timespec ts = { .tv_sec = (time_t)((deadline_ns - now) / 1000000000u),
-                               .tv_nsec = (long)((deadline_ns - now) % 1000000000u) };
-        sigtimedwait(&chld, NULL, &ts);
-    }
 }
 
 static void s_list(char *out, size_t cap, const pid_t *pid, int n)
@@ -151,7 +123,7 @@ int strays_kill(const struct job *job)
             s_list(first, sizeof first, ps.pid, n);
         killed += n;
         rounds++;
-        s_reap(&ps, deadline);
+        proc_reap_strays(ps.pid, &ps.n, deadline);
     }
     if (killed)
         log_info("ended %d process%s left behind by workers (%d round%s; pid %s)", killed, killed == 1 ? "" : "es",

@@ -11,9 +11,8 @@
 
 /* Logs, once per job, how processes left behind are found and what that cannot catch. */
 void strays_log_method(void);
-/* Kills and reaps every process left behind by the workers of job, except live workers, the sentinel and the
- * monitor's sampler (job->monitor_pid);
- * call when no worker of the generation runs or after they were killed. When nothing is left, the sentinel
+/* Kills and reaps every process left behind by the workers of job: every child of plaunch that no part
+ * registered (proc.h: live workers, the sentinel, the monitor's sampler, stacks captures are registered); call when no worker of the generation runs or after they were killed. When nothing is left, the sentinel
  * forgets the generation's process groups (their numbers are free for others now). Returns how many of
  * plaunch's children it killed. */
 int strays_kill(const struct job *job);

@@ -17,6 +17,7 @@
 #include "util.h"
 #include "net.h"
 #include "output.h"
+#include "proc.h"
 #include "sentinel.h"
 #include "spawn_worker.h"
 #include "strays.h"
@@ -57,6 +58,7 @@ typedef void (*sup_action)(struct sup *s);
 static const char *const s_state_names[] = { "idle", "running", "stopping", "killing", "done" };
 
 static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *arg);
+static void s_on_child(void *owner, const struct proc_exit *e);
 static void s_dispatch(struct sup *s, enum sup_event ev);
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
@@ -66,9 +68,9 @@ static void s_signal_workers(struct sup *s, int sig)
     for (int i = 0; i < s->job->nworkers; i++) {
         struct worker *w = &s->job->workers[i];
         if (w->state == W_RUNNING && w->pid > 0) {
-            killpg(w->pid, sig);
+            proc_signal_group(w->pid, s, sig);
             if (sig == SIGTERM)
-                killpg(w->pid, SIGCONT); /* a stopped group cannot act on SIGTERM */
+                proc_signal_group(w->pid, s, SIGCONT); /* a stopped group cannot act on SIGTERM */
         }
     }
 }
@@ -100,6 +102,12 @@ static int s_start_generation(struct sup *s)
         free(envp);
         if (w->pid < 0) {
             log_error("cannot start rank %d: fork: %s", w->rank, strerror(e));
+            return -1;
+        }
+        if (proc_add(w->pid, PROC_LEADER, s_on_child, s) < 0) {
+            log_error("cannot start rank %d: %s", w->rank, strerror(errno));
+            killpg(w->pid, SIGKILL); /* our child this instant; the loop reaps it as nobody's */
+            w->pid = 0;
             return -1;
         }
         sentinel_watch(w->pid);
@@ -152,9 +160,8 @@ static void s_abort_generation(struct sup *s)
         struct worker *w = &s->job->workers[i];
         if (w->state != W_RUNNING)
             continue;
-        killpg(w->pid, SIGKILL);
-        while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_signal_group(w->pid, s, SIGKILL);
+        proc_wait(w->pid, s, -1, NULL);
         w->state = W_EXITED;
         s->running--;
     }
@@ -371,23 +378,20 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
         s_dispatch(s, EV_ALL_GONE);
 }
 
-static void s_reap(struct sup *s)
+/* A worker reaped by the process's child registry. After the end (supervise_finish) only its state is kept. */
+static void s_on_child(void *owner, const struct proc_exit *e)
 {
-    for (;;) {
-        int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
-        if (pid <= 0)
-            return;
-        struct worker *w = s_find_worker(s->job, pid);
-        if (w)
-            s_on_worker_exit(s, w, status);
-        else if (pid == sentinel_pid())
-            log_warn("the orphan sentinel (pid %d) died; workers are still tied to plaunch by PDEATHSIG",
-                     (int)pid);
-        else if (pid == s->job->monitor_pid)
-            s->job->monitor_pid = 0; /* the monitor sees its sampler's pipe close; the number is no longer ours */
-        /* else: a descendant re-parented to us as subreaper; reaping it is all there is to do. */
+    struct sup *s = owner;
+    struct worker *w = s_find_worker(s->job, e->pid);
+    if (!w)
+        return;
+    if (s->state != ST_DONE) {
+        s_on_worker_exit(s, w, e->status);
+        return;
     }
+    w->state = W_EXITED;
+    w->status = e->status;
+    s->running--;
 }
 
 static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *arg)
@@ -399,16 +403,9 @@ static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *ar
         return errno == EAGAIN || errno == EINTR ? 0 : -1;
     for (size_t i = 0; i < (size_t)n / sizeof *si && s->state != ST_DONE; i++) {
         int sig = (int)si[i].ssi_signo;
-        if (sig == SIGCHLD) {
-            s_reap(s);
-            continue;
-        }
         s->event_signal = sig;
         s_dispatch(s, sig == SIGUSR1 || sig == SIGUSR2 ? EV_FWD_SIGNAL : EV_STOP_SIGNAL);
     }
-    /* Signals coalesce: always look for exited children, whatever woke us. */
-    if (s->state != ST_DONE)
-        s_reap(s);
     return 0;
 }
 
@@ -461,7 +458,9 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl)
 {
     struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl, .first_status = -1 };
     sigset_t set;
+    char err[256];
     sigprocmask(SIG_BLOCK, NULL, &set);
+    sigdelset(&set, SIGCHLD); /* the child registry's (proc.h) */
     s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     s.loop = loop_new();
     if (s.sigfd < 0 || !s.loop) {
@@ -470,6 +469,10 @@ int supervise_run(struct job *job, const struct sup_ctl *ctl)
     }
     if (loop_add_fd(s.loop, s.sigfd, ZMQ_POLLIN, s_on_signal, &s) < 0)
         goto out;
+    if (proc_attach(s.loop, err, sizeof err) < 0) {
+        log_error("%s", err);
+        goto out;
+    }
     strays_log_method();
     if (s.ctl->setup && s.ctl->setup(s.ctl->arg, &s, s.loop) < 0)
         goto out;
@@ -479,8 +482,8 @@ out:
     for (int i = 0; i < job->nworkers; i++) {
         struct worker *w = &job->workers[i];
         if (w->state == W_RUNNING) {
-            killpg(w->pid, SIGKILL);
-            waitpid(w->pid, NULL, 0);
+            proc_signal_group(w->pid, &s, SIGKILL);
+            proc_wait(w->pid, &s, -1, NULL);
             w->state = W_EXITED;
         }
         if (s.loop)
@@ -489,6 +492,7 @@ out:
     strays_kill(job);
     if (s.ctl->teardown)
         s.ctl->teardown(s.ctl->arg);
+    proc_detach();
     if (s.sigfd >= 0)
         close(s.sigfd);
     loop_destroy(&s.loop);

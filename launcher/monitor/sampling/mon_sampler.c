@@ -1,29 +1,22 @@
-/* mon_sampler: the agent's handle on the sampler process: spawn (posix_spawn, no fork: the agent has threads),
- * non-blocking requests, answers read incrementally into a buffer bounded by what was asked, kill and reap. */
+/* mon_sampler: the agent's handle on the sampler process: spawn (posix_spawn through the child registry, no fork:
+ * the agent has threads), non-blocking requests, answers read incrementally into a buffer bounded by what was
+ * asked, kill and reap. */
 #include "mon_sampler.h"
 
 #include "loop.h"
 #include "mon_wire.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 /* How long mon_sampler_stop waits for a SIGKILLed sampler to be gone: its end needs CPU, which a loaded 2-core
  * machine gave an ASan build only after 1 s (one stuck in the kernel is left to the agent's reaper). */
 #define MON_SAMPLER_REAP_MS 3000
@@ -34,9 +27,9 @@ struct s_asked {
 
 struct mon_sampler {
     pid_t pid;
-    int pidfd;              /* -1 on kernels without pidfd_open */
     int to, from;           /* our ends of the request and answer pipes */
     int dead, reaped;
+    int status;             /* its wait status, once reaped */
     size_t pipe_cap;        /* a request up to this size goes into the (empty) pipe whole */
     int kind;               /* the outstanding request's kind, 0 none */
     uint32_t n;             /* its count */
@@ -76,10 +69,16 @@ static int s_pipe(int p[2])
     return -1;
 }
 
+/* The loop's reaper took the sampler (proc.h): how it ended is kept for the message. */
+static void s_on_exit(void *owner, const struct proc_exit *e)
+{
+    mon_sampler_t *m = owner;
+    m->reaped = 1;
+    m->status = e->status;
+}
+
 static int s_spawn(mon_sampler_t *m, const char *exe, int use_nvml, int req, int ans)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
     sigset_t none, dfl;
     char *argv[] = { (char *)exe, "__monitor", use_nvml ? NULL : "--no-nvml", NULL };
     sigemptyset(&none);
@@ -89,24 +88,11 @@ static int s_spawn(mon_sampler_t *m, const char *exe, int use_nvml, int req, int
     int sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2 };
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
         sigaddset(&dfl, sigs[i]);
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc)
-        return rc;
-    if ((rc = posix_spawnattr_init(&at)) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        return rc;
-    }
     /* Its own process group: a terminal's Ctrl-C is the agent's to handle, not the sampler's. */
-    if ((rc = posix_spawn_file_actions_adddup2(&fa, req, STDIN_FILENO)) == 0 &&
-        (rc = posix_spawn_file_actions_adddup2(&fa, ans, STDOUT_FILENO)) == 0 &&
-        (rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                POSIX_SPAWN_SETPGROUP)) == 0 &&
-        (rc = posix_spawnattr_setsigmask(&at, &none)) == 0 && (rc = posix_spawnattr_setsigdefault(&at, &dfl)) == 0 &&
-        (rc = posix_spawnattr_setpgroup(&at, 0)) == 0)
-        rc = posix_spawn(&m->pid, exe, &fa, &at, argv, environ);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc;
+    struct proc_spawn sp = { .path = exe, .argv = argv, .stdio = { req, ans, PROC_KEEP }, .group = 1, .mask = &none,
+                             .dfl = &dfl };
+    m->pid = proc_spawn(&sp, s_on_exit, m);
+    return m->pid > 0 ? 0 : errno;
 }
 
 mon_sampler_t *mon_sampler_start(const char *exe, int use_nvml, char *err, size_t errlen)
@@ -117,7 +103,7 @@ mon_sampler_t *mon_sampler_start(const char *exe, int use_nvml, char *err, size_
         snprintf(err, errlen, "cannot start the sampler: out of memory");
         return NULL;
     }
-    m->pidfd = m->to = m->from = -1;
+    m->to = m->from = -1;
     if (exe == NULL)
         exe = "/proc/self/exe";
     if (s_pipe(req) < 0 || s_pipe(ans) < 0) {
@@ -136,11 +122,6 @@ mon_sampler_t *mon_sampler_start(const char *exe, int use_nvml, char *err, size_
         snprintf(err, errlen, "cannot start the sampler %s __monitor: %s", exe, strerror(rc));
         goto error;
     }
-#ifdef SYS_pidfd_open
-    /* Taken before anything can reap it (this thread reaps nothing in between): signals and waits then reach this
-     * process only, even after another reaper took it and its pid was reused. */
-    m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
-#endif
     close(req[0]);
     close(ans[1]);
     m->to = req[1], m->from = ans[0];
@@ -262,18 +243,13 @@ int mon_sampler_request_preflight(mon_sampler_t *m, const char *const *gpus, int
 /* The sampler closed its answers: say how it ended when it already has (reaping it then). */
 static int s_gone(mon_sampler_t *m, const char *what, char *err, size_t errlen)
 {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    int r = m->pidfd >= 0 ? waitid((idtype_t)P_PIDFD, (id_t)m->pidfd, &si, WEXITED | WNOHANG)
-                          : waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG);
     char how[64] = "it is exiting";
-    if (r == 0 && si.si_pid != 0) {
+    if (!m->reaped && proc_wait(m->pid, m, 0, &m->status) == 0)
         m->reaped = 1;
-        if (si.si_code == CLD_EXITED)
-            snprintf(how, sizeof how, "it exited with status %d", si.si_status);
-        else
-            snprintf(how, sizeof how, "it was killed by signal %d", si.si_status);
-    }
+    if (m->reaped && WIFEXITED(m->status))
+        snprintf(how, sizeof how, "it exited with status %d", WEXITSTATUS(m->status));
+    else if (m->reaped)
+        snprintf(how, sizeof how, "it was killed by signal %d", WTERMSIG(m->status));
     snprintf(err, errlen, "the sampler (pid %d) %s: %s; host metrics only until a new one starts", (int)m->pid,
              what, how);
     m->dead = 1;
@@ -419,40 +395,16 @@ const char *mon_sampler_note(const mon_sampler_t *m)
     return m ? m->note : "";
 }
 
-/* SIGKILL, then wait for the end within MON_SAMPLER_REAP_MS and reap it: this process only, never another. */
+/* SIGKILL, then wait for the end within MON_SAMPLER_REAP_MS and reap it: this process only, never another (the
+ * registry refuses a pid that is no longer our child). One stuck in the kernel is left to the loop's reaper. */
 static void s_kill_reap(mon_sampler_t *m)
 {
-    siginfo_t si;
     if (m->reaped)
         return;
-    if (m->pidfd >= 0) {
-        if (syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-            return;
-        /* The pidfd is readable once the sampler has exited, yet a waitid right then can find it not reapable
-         * yet (Linux 6.18: 2 stops in 40 under ASan, a zombie left in the test): it is asked again every ms. */
-        uint64_t until_ns = loop_now_ns() + (uint64_t)MON_SAMPLER_REAP_MS * 1000000ull;
-        struct pollfd p = { .fd = m->pidfd, .events = POLLIN };
-        poll(&p, 1, MON_SAMPLER_REAP_MS);
-        for (;;) {
-            memset(&si, 0, sizeof si);
-            int w = waitid((idtype_t)P_PIDFD, (id_t)m->pidfd, &si, WEXITED | WNOHANG);
-            if (w == 0 && si.si_pid != 0) {
-                m->reaped = 1;
-                return;
-            }
-            if ((w < 0 && errno != EINTR) || loop_now_ns() >= until_ns)
-                return;
-            poll(NULL, 0, 1);
-        }
-    }
-    /* No pidfd: the pid is ours only while it is an unreaped child; after SIGKILL it ends at once unless the
-     * kernel holds it, and then waitpid waits as long as the kernel does. */
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-        kill(m->pid, SIGKILL);
-        while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
+    proc_signal(m->pid, m, SIGKILL);
+    if (proc_wait(m->pid, m, MON_SAMPLER_REAP_MS, NULL) < 0)
+        proc_disown(m->pid, m);
+    m->reaped = 1;
 }
 
 void mon_sampler_stop(mon_sampler_t **mp)
@@ -466,8 +418,6 @@ void mon_sampler_stop(mon_sampler_t **mp)
     if (m->from >= 0)
         close(m->from);
     s_kill_reap(m);
-    if (m->pidfd >= 0)
-        close(m->pidfd);
     free(m->buf);
     free(m->pf);
     free(m);

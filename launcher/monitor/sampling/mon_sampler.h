@@ -26,7 +26,7 @@ struct mon_target {
 mon_sampler_t *mon_sampler_start(const char *exe, int use_nvml, char *err, size_t errlen);
 /* Readable when an answer (or EOF: the sampler died) is there. */
 int mon_sampler_fd(const mon_sampler_t *m);
-/* The sampler's pid (the agent's reaper and stray killer must leave it alone), -1 for NULL. */
+/* The sampler's pid (registered with the child registry, proc.h, so no stray killer touches it), -1 for NULL. */
 pid_t mon_sampler_pid(const mon_sampler_t *m);
 /* Asks for one sample of each target (n <= MON_TARGETS_MAX); never blocks. 0, or -1 (a request is outstanding, or
  * the sampler is gone). The caller ignores SIGPIPE (plaunch does): a write to a dead sampler is then EPIPE. errno:
@@ -44,8 +44,8 @@ const char *mon_sampler_preflight(const mon_sampler_t *m, int *n, char *cuda_dri
 /* "NVML absent (libnvidia-ml.so.1: cannot open ...): host metrics only", or "" while NVML works; it comes with
  * every answer, so it is "" until the first one. */
 const char *mon_sampler_note(const mon_sampler_t *m);
-/* Kills (SIGKILL) and reaps the sampler, waiting at most 1 s for it to end (one stuck in the kernel is left to
- * the agent's reaper); safe twice; sets *m to NULL. */
+/* Kills (SIGKILL) and reaps the sampler, waiting at most 3 s for it to end (one stuck in the kernel is left to
+ * the loop's reaper, proc.h); safe twice; sets *m to NULL. */
 void mon_sampler_stop(mon_sampler_t **m);
 
 /* The sampler's own main (`plaunch __monitor`): reads requests on stdin, answers on stdout; exit 0 at EOF. */
