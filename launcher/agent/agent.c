@@ -260,9 +260,8 @@ static void s_hang_send(void *arg, const char *kind, const char *json, size_t le
     agent_proto_up(ac, &m);
 }
 
-static int s_setup(void *arg, sup_t *s, loop_t *loop)
+int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
 {
-    agent_t *ac = arg;
     char err[1024];
     ac->sup = s;
     ac->loop = loop;
@@ -388,9 +387,8 @@ static void s_stop_signal(void *arg, int sig)
         agent_proto_stop_signal(ac, sig);
 }
 
-static void s_teardown(void *arg)
+void agent_stop(agent_t *ac)
 {
-    agent_t *ac = arg;
     if (ac->hb_timer > 0)
         loop_timer_cancel(ac->loop, ac->hb_timer);
     if (ac->state_timer > 0)
@@ -458,7 +456,7 @@ agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t er
         if (s_resolved(ac, err, errlen) < 0)
             goto error;
     } else {
-        ac->resolving = 1; /* looked up by the loop (s_setup) */
+        ac->resolving = 1; /* looked up by the loop (agent_start) */
     }
     return ac;
 error:
@@ -470,12 +468,10 @@ void agent_ctl(agent_t *ac, struct sup_ctl *ctl)
 {
     memset(ctl, 0, sizeof *ctl);
     ctl->arg = ac;
-    ctl->setup = s_setup;
     ctl->gen_start = s_gen_start;
     ctl->worker_exit = s_worker_exit;
     ctl->gen_over = s_gen_over;
     ctl->stop_signal = s_stop_signal;
-    ctl->teardown = s_teardown;
 }
 
 void agent_destroy(agent_t **ac)

@@ -13,6 +13,11 @@ typedef struct agent agent_t;
  * NULL + message in err (the caller exits 2). */
 agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t errlen);
 void agent_ctl(agent_t *ac, struct sup_ctl *ctl);
+/* The loop exists (main's) and the supervisor is registered in it: the agent registers its sockets and timers
+ * and starts joining. 0, or -1 after a message (the run ends with 125). */
+int agent_start(agent_t *ac, sup_t *s, loop_t *loop);
+/* After the loop and supervise_end: takes the agent's handlers out of the loop and closes what it opened. */
+void agent_stop(agent_t *ac);
 void agent_destroy(agent_t **ac);
 
 #endif

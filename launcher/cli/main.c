@@ -27,6 +27,7 @@
 #include "mon_sampler.h"
 #include "opts.h"
 #include "output.h"
+#include "proc.h"
 #include "sentinel.h"
 #include "spawn_worker.h"
 #include "supervise.h"
@@ -78,6 +79,30 @@ static int s_run_srun(const struct opts *o, int argc, char **argv)
     }
     int code = sched_srun_run(argc, argv, &a, environ, &sigs);
     OPENSSL_cleanse(hex, sizeof hex);
+    return code;
+}
+
+/* The process's one loop, owned here: the supervisor, the child registry and the agent register their handlers
+ * in it (in that order: a round takes stop signals before children's ends, as it always did). The launcher's
+ * exit status. */
+static int s_loop(struct job *job, agent_t *ac, const struct sup_ctl *ctl)
+{
+    char err[1024];
+    loop_t *loop = loop_new();
+    sup_t *sup = loop ? supervise_new(job, loop, ctl, err, sizeof err) : NULL;
+    if (!sup) {
+        log_error("%s", loop ? err : "cannot set up the event loop: out of memory");
+        loop_destroy(&loop);
+        return 125;
+    }
+    if (proc_attach(loop, err, sizeof err) < 0)
+        log_error("%s", err);
+    else if (agent_start(ac, sup, loop) == 0 && !supervise_over(sup) && loop_run(loop) < 0)
+        log_error("event loop failed: %s", strerror(errno));
+    int code = supervise_end(&sup);
+    agent_stop(ac);
+    proc_detach();
+    loop_destroy(&loop);
     return code;
 }
 
@@ -149,7 +174,7 @@ static int s_run(int argc, char **argv)
         goto out;
     }
     agent_ctl(ac, &ctl);
-    code = output_final_status(&job, supervise_run(&job, &ctl));
+    code = output_final_status(&job, s_loop(&job, ac, &ctl));
     agent_destroy(&ac);
     log_info("plaunch exits with %d", code);
 out:

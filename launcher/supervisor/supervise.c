@@ -1,5 +1,6 @@
-/* supervise: the node's supervision core: one event loop (signalfd, worker pipes, deadlines) driving an
- * explicit state x event table for start, failure, restart, signal forwarding and shutdown. */
+/* supervise: the node's supervision core: handlers in the process's loop (signalfd, worker pipes, deadlines; the
+ * workers' ends through the child registry) driving an explicit state x event table for start, failure, restart,
+ * signal forwarding and shutdown. */
 #include "supervise.h"
 
 #include <errno.h>
@@ -454,47 +455,53 @@ void supervise_finish(sup_t *s, int exit_code)
 }
 
 
-int supervise_run(struct job *job, const struct sup_ctl *ctl)
+sup_t *supervise_new(struct job *job, loop_t *loop, const struct sup_ctl *ctl, char *err, size_t errlen)
 {
-    struct sup s = { .job = job, .state = ST_IDLE, .sigfd = -1, .exit_code = 125, .ctl = ctl, .first_status = -1 };
+    struct sup *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    *s = (struct sup){ .job = job, .loop = loop, .state = ST_IDLE, .exit_code = 125, .ctl = ctl, .first_status = -1 };
     sigset_t set;
-    char err[256];
     sigprocmask(SIG_BLOCK, NULL, &set);
     sigdelset(&set, SIGCHLD); /* the child registry's (proc.h) */
-    s.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    s.loop = loop_new();
-    if (s.sigfd < 0 || !s.loop) {
-        log_error("cannot set up the event loop: %s", strerror(errno));
-        goto out;
-    }
-    if (loop_add_fd(s.loop, s.sigfd, ZMQ_POLLIN, s_on_signal, &s) < 0)
-        goto out;
-    if (proc_attach(s.loop, err, sizeof err) < 0) {
-        log_error("%s", err);
-        goto out;
+    s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (s->sigfd < 0 || loop_add_fd(loop, s->sigfd, ZMQ_POLLIN, s_on_signal, s) < 0) {
+        snprintf(err, errlen, "cannot set up the event loop: %s", strerror(errno));
+        if (s->sigfd >= 0)
+            close(s->sigfd);
+        free(s);
+        return NULL;
     }
     strays_log_method();
-    if (s.ctl->setup && s.ctl->setup(s.ctl->arg, &s, s.loop) < 0)
-        goto out;
-    if (s.state != ST_DONE && loop_run(s.loop) < 0)
-        log_error("event loop failed: %s", strerror(errno));
-out:
+    return s;
+}
+
+int supervise_over(const sup_t *s)
+{
+    return s->state == ST_DONE;
+}
+
+int supervise_end(sup_t **sp)
+{
+    struct sup *s = *sp;
+    struct job *job = s->job;
     for (int i = 0; i < job->nworkers; i++) {
         struct worker *w = &job->workers[i];
         if (w->state == W_RUNNING) {
-            proc_signal_group(w->pid, &s, SIGKILL);
-            proc_wait(w->pid, &s, -1, NULL);
+            proc_signal_group(w->pid, s, SIGKILL);
+            proc_wait(w->pid, s, -1, NULL);
             w->state = W_EXITED;
         }
-        if (s.loop)
-            s_close_output(&s, w);
+        s_close_output(s, w);
     }
     strays_kill(job);
-    if (s.ctl->teardown)
-        s.ctl->teardown(s.ctl->arg);
-    proc_detach();
-    if (s.sigfd >= 0)
-        close(s.sigfd);
-    loop_destroy(&s.loop);
-    return s.exit_code;
+    s_cancel_grace(s);
+    loop_remove_fd(s->loop, s->sigfd);
+    close(s->sigfd);
+    int code = s->exit_code;
+    free(s);
+    *sp = NULL;
+    return code;
 }

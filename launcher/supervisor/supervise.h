@@ -1,21 +1,22 @@
-/* supervise: the node's supervision core: one event loop (signalfd, worker pipes, deadlines) driving an
- * explicit state x event table for start, failure, restart, signal forwarding and shutdown. */
+/* supervise: the node's supervision core: handlers in the process's loop (signalfd, worker pipes, deadlines; the
+ * workers' ends through the child registry, proc.h) driving an explicit state x event table for start, failure,
+ * restart, signal forwarding and shutdown. The loop is main's: the supervisor registers in it like every part. */
 #ifndef PLAUNCH_SUPERVISE_H
 #define PLAUNCH_SUPERVISE_H
 
 #include <signal.h>
+#include <stddef.h>
 
 #include "job.h"
+#include "loop.h"
 
 typedef struct sup sup_t;
 
 /* The node's controller (the agent: the link to the coordinator, in process on a one-node job). No generation
  * starts until supervise_start; when all workers are gone the supervisor waits (gen_over) for supervise_start (the next
- * generation) or supervise_finish (the end of the job). Callbacks other than setup and gen_over are optional. */
+ * generation) or supervise_finish (the end of the job). Callbacks other than gen_over are optional. */
 struct sup_ctl {
     void *arg;
-    /* The loop exists: register sockets and timers. -1 ends the run with 125. */
-    int (*setup)(void *arg, sup_t *s, loop_t *loop);
     /* Workers of job->generation are about to start (ranks and ports are set). */
     void (*gen_start)(void *arg, const struct job *job);
     void (*worker_exit)(void *arg, const struct job *job, const struct worker *w);
@@ -23,14 +24,19 @@ struct sup_ctl {
     void (*gen_over)(void *arg, const struct job *job, int exit_code);
     /* The launcher got a stop signal (TERM INT HUP QUIT). */
     void (*stop_signal)(void *arg, int sig);
-    void (*teardown)(void *arg);
 };
 
 /* Blocks the signals the loop takes through signalfd (CHLD, the stop signals, USR1, USR2) and returns them in
  * *blocked when not NULL; call before any fork. */
 int supervise_block_signals(sigset_t *blocked);
-/* Runs the job to its end; returns the launcher's exit status. */
-int supervise_run(struct job *job, const struct sup_ctl *ctl);
+/* Registers the supervisor's handlers in loop (a signalfd for the signals supervise_block_signals blocked, less
+ * SIGCHLD, which is the child registry's: attach it, proc_attach, to the same loop). NULL with a message. */
+sup_t *supervise_new(struct job *job, loop_t *loop, const struct sup_ctl *ctl, char *err, size_t errlen);
+/* Whether the run has ended (supervise_finish): the loop has nothing more to do for it. */
+int supervise_over(const sup_t *s);
+/* After the loop: kills and reaps the workers still running, ends what they left behind, takes the handlers out
+ * of the loop and frees *s; returns the launcher's exit status (125 when the run never ended). */
+int supervise_end(sup_t **s);
 
 /* For the controller, from inside the loop. */
 int supervise_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */

@@ -43,11 +43,11 @@ like "$out" "^folder cycle: launcher/job/ <-> launcher/supervisor/$" "... and be
 cp "$T/job.h.orig" launcher/job/job.h
 
 # A cross-folder call against the map: hang/ calling into the supervisor, with no include to show it.
-printf '%s\n' '/* hang_planted: a call the layer map forbids. */' 'int supervise_run(void *job, const void *ctl);' \
-    'int hang_planted(void) { return supervise_run(0, 0); }' >launcher/hang/hang_planted.c
+printf '%s\n' '/* hang_planted: a call the layer map forbids. */' 'int supervise_start(void *s);' \
+    'int hang_planted(void) { return supervise_start(0); }' >launcher/hang/hang_planted.c
 cc -c -o build/obj/launcher/hang/hang_planted.o launcher/hang/hang_planted.c
 out=$(python3 scripts/layers.py build 2>&1)
-like "$out" "^launcher/hang/hang_planted.c: symbol supervise_run \(launcher/supervisor/\): against the map" \
+like "$out" "^launcher/hang/hang_planted.c: symbol supervise_start \(launcher/supervisor/\): against the map" \
     "a planted cross-folder call against the map is caught (from the objects' symbols)"
 like "$out" "breaks the rule \"hang/ includes no supervisor code\"" "... as a broken rule"
 like "$out" "^launcher/hang/README.md: \"May call:\" disagrees with the code: the code also calls launcher/supervisor/" \
