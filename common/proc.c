@@ -324,6 +324,13 @@ void proc_disown(pid_t pid, const void *owner)
     s_reg.e[i].owner = NULL;
 }
 
+int proc_run(const struct proc_spawn *sp, int *status)
+{
+    static char owner;
+    pid_t pid = proc_spawn(sp, NULL, &owner);
+    return pid < 0 ? -1 : proc_wait(pid, &owner, -1, status);
+}
+
 int proc_owned(pid_t pid)
 {
     return pid > 0 && s_find(pid) >= 0;

@@ -79,6 +79,10 @@ int proc_wait(pid_t pid, const void *owner, int timeout_ms, int *status);
 /* The owner lets go of its child: nobody is told of its end; the loop reaps it. */
 void proc_disown(pid_t pid, const void *owner);
 
+/* A one-shot tool's child: starts sp, waits for its end as long as it takes (`plaunch probe` runs the launcher
+ * so) and puts its wait status into *status. 0, or -1 with errno (it could not be started). */
+int proc_run(const struct proc_spawn *sp, int *status);
+
 /* Whether pid is a registered child (of anyone). */
 int proc_owned(pid_t pid);
 /* Reaps children nobody registered (strays the caller found among ours and killed) until deadline_ns; pids holds

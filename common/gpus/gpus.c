@@ -1,6 +1,7 @@
 /* gpus: GPU list parsing ("0,1,2,3", "0-3", "all") and GPU discovery through the CUDA libraries at run time. */
 #include "gpus.h"
 #include "idlist.h"
+#include "proc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 int gpus_parse(const char *spec, int *ids, int max, int *all, char *err, size_t errlen)
@@ -122,6 +122,13 @@ int gpus_count_cuda(int timeout_ms, char *err, size_t errlen)
         s_count_child(fds[1]);
     }
     close(fds[1]);
+    static char owner; /* the helper's owner in the child registry */
+    if (proc_add(pid, 0, NULL, &owner) < 0) {
+        snprintf(err, errlen, "GPU discovery: %s", strerror(errno));
+        kill(pid, SIGKILL); /* our child this instant; whoever reaps next takes it as nobody's */
+        close(fds[0]);
+        return -1;
+    }
     char buf[600];
     size_t got = 0;
     int rc = -1;
@@ -133,7 +140,7 @@ int gpus_count_cuda(int timeout_ms, char *err, size_t errlen)
         if (pr <= 0) {
             snprintf(err, errlen, "GPU discovery did not answer within %d ms (CUDA driver hung?)",
                      timeout_ms);
-            kill(pid, SIGKILL);
+            proc_signal(pid, &owner, SIGKILL);
             goto out;
         }
         ssize_t r = read(fds[0], buf + got, sizeof buf - 1 - got);
@@ -157,7 +164,6 @@ int gpus_count_cuda(int timeout_ms, char *err, size_t errlen)
     }
 out:
     close(fds[0]);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+    proc_wait(pid, &owner, -1, NULL); /* it has answered, or was killed */
     return rc;
 }

@@ -161,7 +161,9 @@ static int s_index(const struct hang_hold *h, int tid)
     return -1;
 }
 
-/* Takes every event waiting for us; the number of threads still seized and not stopped. */
+/* Takes every event waiting for us; the number of threads still seized and not stopped. The capture process's own
+ * wait, outside the child registry (proc.h): ptrace's stops of the seized threads come only through waitpid, and
+ * this process has no child at this point (py-spy runs after the release). */
 static int s_drain(struct hang_hold *h)
 {
     for (;;) {

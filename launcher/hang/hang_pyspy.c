@@ -2,6 +2,7 @@
 #include "hang_pyspy.h"
 
 #include "hang_proc.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,31 +107,20 @@ static int s_drain(int fd, char *buf, size_t cap, size_t *len, size_t *over, int
     return 1;
 }
 
+static char s_owner; /* py-spy's owner in the child registry */
+
 /* Waits for pid's exit until deadline (then kills it and waits a little more); its wait status, or -1. */
 static int s_reap(pid_t pid, int64_t deadline_ms)
 {
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    for (int killed = 0;;) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return st;
-        if (r < 0)
-            return -1;
-        int64_t left = deadline_ms - hang_proc_now_ms();
-        if (left <= 0) {
-            if (killed)
-                return -1; /* stuck in the kernel: the capture process's exit leaves it to the subreaper */
-            kill(pid, SIGKILL);
-            killed = 1;
-            deadline_ms = hang_proc_now_ms() + 1000;
-            continue;
-        }
-        struct timespec ts = { .tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000 };
-        sigtimedwait(&chld, NULL, &ts);
-    }
+    int st;
+    int64_t left = deadline_ms - hang_proc_now_ms();
+    if (proc_wait(pid, &s_owner, left > 0 ? (int)left : 0, &st) == 0)
+        return st;
+    proc_signal(pid, &s_owner, SIGKILL);
+    if (proc_wait(pid, &s_owner, 1000, &st) == 0)
+        return st;
+    proc_disown(pid, &s_owner); /* stuck in the kernel: the capture process's exit leaves it to the subreaper */
+    return -1;
 }
 
 int hang_pyspy_run(const char *exe, struct hang_trace *t, struct hang_proc *p, int64_t deadline_ms)
@@ -165,6 +155,11 @@ int hang_pyspy_run(const char *exe, struct hang_trace *t, struct hang_proc *p, i
         dprintf(STDERR_FILENO, "cannot run %s: %s", exe, strerror(errno));
         _exit(127);
     }
+    if (child > 0 && proc_add(child, 0, NULL, &s_owner) < 0) {
+        kill(child, SIGKILL); /* our child this instant: nothing else reaps in this process */
+        child = -1;
+        errno = ENOMEM;
+    }
     close(out[1]);
     close(errp[1]);
     struct pollfd fds[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
@@ -193,7 +188,7 @@ int hang_pyspy_run(const char *exe, struct hang_trace *t, struct hang_proc *p, i
         if (fds[i].fd >= 0)
             close(fds[i].fd);
     if (child > 0 && (late || over))
-        kill(child, SIGKILL);
+        proc_signal(child, &s_owner, SIGKILL);
     int st = child > 0 ? s_reap(child, late || over ? hang_proc_now_ms() : deadline_ms) : -1;
     errtail[elen] = '\0';
     int n = -1;

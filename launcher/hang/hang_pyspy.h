@@ -14,8 +14,8 @@
 /* The path of the first executable py-spy on PATH into buf; 0, or -1 when there is none. */
 int hang_pyspy_find(char *buf, size_t cap);
 /* Runs exe on p's pid until deadline_ms (hang_proc_now_ms time) and puts its threads into p (py_source "py-spy"),
- * or why not into p->py_error. The threads found, or -1. The caller blocks SIGCHLD (the exit is waited for with
- * sigtimedwait). */
+ * or why not into p->py_error. The threads found, or -1. py-spy is registered with the child registry (proc.h) and
+ * waited for there, bounded. */
 int hang_pyspy_run(const char *exe, struct hang_trace *t, struct hang_proc *p, int64_t deadline_ms);
 /* py-spy's JSON (an array of threads, each with frames of name, filename, line) into p's Python threads; the
  * threads found, or -1 with a message (not JSON, not that shape). Keys other than those read are ignored. */

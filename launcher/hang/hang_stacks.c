@@ -1,5 +1,6 @@
-/* hang_stacks: `plaunch __stacks`: ownership checks, capture processes run from one loop with deadlines, their
- * line-by-line parts merged, the document printed. */
+/* hang_stacks: `plaunch __stacks`: ownership checks, capture processes run from one loop with deadlines (the child
+ * registry, proc.h, reaps them and kills them at their deadlines), their line-by-line parts merged, the document
+ * printed. */
 #include "hang_stacks.h"
 
 #include "hang_dw.h"
@@ -8,6 +9,7 @@
 #include "hang_pyspy.h"
 #include "hang_capture.h"
 #include "loop.h"
+#include "proc.h"
 #include "util.h"
 
 #include <errno.h>
@@ -17,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ struct s_kid {
     struct s_stacks *s;
     int root;
     pid_t pid; /* the capture process; 0 not started */
-    int fd, timer, eof, reaped, done, status, killed;
+    int fd, eof, reaped, done, status, killed;
     int64_t start_ms, deadline_ms;
     size_t len;
     char *line;
@@ -51,7 +52,7 @@ struct s_stacks {
     loop_t *loop;
     struct hang_trace *out;
     struct s_kid kids[HANG_STACKS_PIDS_MAX];
-    int n, next, running, left, over, sfd;
+    int n, next, running, left, over;
     size_t out_bytes; /* of the parts merged so far */
     int64_t deadline_ms, per_ms, stop_ms;
     pid_t self;
@@ -108,7 +109,6 @@ static void s_finish(struct s_kid *k)
     if (k->done || !(k->eof && k->reaped))
         return;
     k->done = 1;
-    loop_timer_cancel(s->loop, k->timer);
     s->running--;
     if (!k->killed && !(WIFEXITED(k->status) && WEXITSTATUS(k->status) == 0)) {
         char msg[HANG_ERR_MAX];
@@ -172,7 +172,7 @@ static int s_on_data(loop_t *loop, int fd, void *sock, short revents, void *arg)
         } else if (k->len < S_LINE_MAX) {
             k->line[k->len++] = buf[i];
         } else if (!k->killed) {
-            kill(k->pid, SIGKILL);
+            proc_signal(k->pid, k, SIGKILL);
             k->killed = 1;
             s_kid_error(k, "the capture process wrote a part past 512 KiB: killed");
         }
@@ -180,18 +180,25 @@ static int s_on_data(loop_t *loop, int fd, void *sock, short revents, void *arg)
     return 0;
 }
 
-static int s_on_timeout(loop_t *loop, int id, void *arg)
+/* Its deadline: the registry kills it right after this. */
+static void s_on_late(void *owner, pid_t pid)
 {
-    struct s_kid *k = arg;
+    struct s_kid *k = owner;
     char msg[HANG_ERR_MAX];
     if (k->done || k->killed)
-        return 0;
-    kill(k->pid, SIGKILL);
+        return;
     k->killed = 1;
     snprintf(msg, sizeof msg, "the capture did not end within its %lld ms: killed (what it had sent is kept)",
              (long long)(k->deadline_ms - k->start_ms));
     s_kid_error(k, msg);
-    return 0;
+}
+
+static void s_on_exit(void *owner, const struct proc_exit *e)
+{
+    struct s_kid *k = owner;
+    k->reaped = 1;
+    k->status = e->status;
+    s_finish(k);
 }
 
 static void s_start_next(struct s_stacks *s)
@@ -214,15 +221,20 @@ static void s_start_next(struct s_stacks *s)
         }
         if (k->pid == 0) {
             close(p[0]);
-            close(s->sfd);
             s_capture(s, k, p[1]);
         }
         close(p[1]);
         k->fd = p[0];
         s->running++;
-        k->timer = loop_timer_at(s->loop, (uint64_t)k->deadline_ms * 1000000u, s_on_timeout, k);
+        if (proc_add(k->pid, 0, s_on_exit, k) < 0) {
+            kill(k->pid, SIGKILL); /* our child this instant; the loop reaps it as nobody's */
+            k->reaped = k->killed = 1;
+            s_kid_error(k, "cannot watch the capture process");
+        } else {
+            proc_deadline(k->pid, k, (uint64_t)k->deadline_ms * 1000000u, s_on_late);
+        }
         if (loop_add_fd(s->loop, k->fd, ZMQ_POLLIN, s_on_data, k) < 0) {
-            kill(k->pid, SIGKILL);
+            proc_signal(k->pid, k, SIGKILL);
             k->killed = 1;
             k->eof = 1;
             s_kid_error(k, "cannot watch the capture process");
@@ -230,27 +242,6 @@ static void s_start_next(struct s_stacks *s)
     }
     if (s->left == 0)
         loop_stop(s->loop);
-}
-
-static int s_on_sigchld(loop_t *loop, int fd, void *sock, short revents, void *arg)
-{
-    struct s_stacks *s = arg;
-    struct signalfd_siginfo si[8];
-    if (read(fd, si, sizeof si) < 0 && errno != EAGAIN && errno != EINTR)
-        return -1;
-    for (;;) {
-        int st;
-        pid_t r = waitpid(-1, &st, WNOHANG);
-        if (r <= 0)
-            break;
-        for (int i = 0; i < s->n; i++)
-            if (s->kids[i].pid == r && !s->kids[i].reaped) {
-                s->kids[i].reaped = 1;
-                s->kids[i].status = st;
-                s_finish(&s->kids[i]);
-            }
-    }
-    return 0;
 }
 
 static int s_on_grace(loop_t *loop, int id, void *arg)
@@ -269,7 +260,7 @@ static int s_on_deadline(loop_t *loop, int id, void *arg)
         if (k->done)
             continue;
         if (k->pid > 0 && !k->killed) {
-            kill(k->pid, SIGKILL);
+            proc_signal(k->pid, k, SIGKILL);
             k->killed = 1;
             s_kid_error(k, "the run's deadline passed during the capture: killed (what it had sent is kept)");
         } else if (k->pid == 0) {
@@ -406,12 +397,12 @@ int hang_stacks_main(int argc, char **argv)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);
-    s->sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
     s->out = hang_trace_new();
     s->loop = loop_new();
-    if (s->sfd < 0 || !s->out || !s->loop || loop_add_fd(s->loop, s->sfd, ZMQ_POLLIN, s_on_sigchld, s) < 0 ||
+    char err[256] = "out of memory";
+    if (!s->out || !s->loop || proc_attach(s->loop, err, sizeof err) < 0 ||
         loop_timer_at(s->loop, (uint64_t)s->deadline_ms * 1000000u, s_on_deadline, s) < 0) {
-        fprintf(stderr, "plaunch __stacks: cannot set up its loop: %s\n", strerror(errno));
+        fprintf(stderr, "plaunch __stacks: cannot set up its loop: %s\n", err);
         goto out;
     }
     s_check_owner(s, (int)parent);
@@ -426,6 +417,7 @@ int hang_stacks_main(int argc, char **argv)
         fprintf(stderr, "plaunch __stacks: cannot write the document: %s\n", text ? strerror(errno) : "out of memory");
     free(text);
 out:
+    proc_detach();
     loop_destroy(&s->loop);
     hang_trace_destroy(&s->out);
     if (s->have_dw)

@@ -2,7 +2,7 @@
 #include "cmd_probe.h"
 
 #include "ownfile.h"
-
+#include "proc.h"
 #include "util.h"
 #include "probe_analysis.h"
 #include "probe_html.h"
@@ -20,10 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <limits.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
-extern char **environ;
 
 static const char S_USAGE[] =
     "usage: plaunch probe [--gpus LIST] [--op LIST] [-d TYPE] [-b SIZE] [-e SIZE] [-f FACTOR] [-n ITERS]\n"
@@ -269,17 +265,14 @@ static int s_run_launcher(const struct s_opts *o, char *const wargv[], struct pr
         argv[k++] = wargv[i];
     argv[k] = NULL;
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* never NVLink multicast objects from the probe */
-    pid_t pid;
-    int status = 0, rc = posix_spawn(&pid, self, NULL, NULL, (char *const *)argv, environ);
-    if (rc != 0) {
-        probe_err_set(err, "cannot start %s: %s", self, strerror(rc));
+    struct proc_spawn sp = PROC_SPAWN_INIT;
+    sp.path = self;
+    sp.argv = (char *const *)argv;
+    int status = 0;
+    if (proc_run(&sp, &status) < 0) {
+        probe_err_set(err, "cannot start %s: %s", self, strerror(errno));
         return -1;
     }
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            probe_err_set(err, "waiting for the launcher (pid %ld): %s", (long)pid, strerror(errno));
-            return -1;
-        }
     return util_exit_code(status);
 }
 

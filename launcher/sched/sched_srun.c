@@ -1,11 +1,11 @@
 /* sched_srun: one plaunch per node of a Slurm allocation, started through srun from a batch script; this
- * process only relays signals and returns srun's status, in one loop over a signalfd with a deadline. */
+ * process only relays signals and returns srun's status, in one loop over a signalfd, with the child registry
+ * (proc.h) reaping srun and its stopper and killing srun at its deadline. */
 #include "sched_srun.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "proc.h"
 #include "util.h"
 
 /* How long past --grace srun gets to bring every node's plaunch down before it is killed. */
@@ -26,21 +27,35 @@ struct srun_run {
     int status;         /* srun's wait status, once reaped */
     int done;
     int stops;          /* stop signals seen */
-    int kill_timer;
+    loop_t *loop;
     double grace;
     int quiet;
 };
 
-static int s_kill_now(loop_t *loop, int id, void *arg)
+/* srun's deadline after a stop: the registry kills its group right after this. */
+static void s_late(void *owner, pid_t pid)
 {
-    struct srun_run *r = arg;
-    r->kill_timer = 0;
-    if (!r->done) {
-        fprintf(stderr, "plaunch: srun did not end within --grace %g s + %d s; killing it (Slurm ends the step)\n",
-                r->grace, SRUN_SLACK_MS / 1000);
-        kill(-r->pid, SIGKILL);
-    }
-    return 0;
+    struct srun_run *r = owner;
+    fprintf(stderr, "plaunch: srun did not end within --grace %g s + %d s; killing it (Slurm ends the step)\n",
+            r->grace, SRUN_SLACK_MS / 1000);
+}
+
+static void s_srun_exit(void *owner, const struct proc_exit *e)
+{
+    struct srun_run *r = owner;
+    r->status = e->status;
+    r->done = 1;
+    loop_stop(r->loop);
+}
+
+/* The squeue + scancel child ended: without a step found, or without scancel, srun gets the SIGTERM after all
+ * (it then kills its tasks at once). */
+static void s_stopper_exit(void *owner, const struct proc_exit *e)
+{
+    struct srun_run *r = owner;
+    r->stopper = 0;
+    if (!WIFEXITED(e->status) || WEXITSTATUS(e->status) != 0)
+        proc_signal(r->pid, r, SIGTERM);
 }
 
 /* SIGTERM to the tasks of our step, which gives every node's plaunch its --grace. Not to srun: srun answers a
@@ -52,18 +67,15 @@ static void s_stop_step(struct srun_run *r)
         "step=$(squeue --noheader --steps --jobs \"$1\" --format '%i %j' | awk -v n=\"$2\" '$2 == n {print $1; exit}')"
         " && [ -n \"$step\" ] && exec scancel --quiet --signal=TERM \"$step\"";
     char *argv[] = { "sh", "-c", (char *)script, "sh", (char *)r->job, (char *)r->step_name, NULL };
-    extern char **environ;
-    posix_spawnattr_t attr;
     sigset_t none;
     sigemptyset(&none);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    posix_spawnattr_setsigmask(&attr, &none);
-    if (posix_spawn(&r->stopper, "/bin/sh", NULL, &attr, argv, environ) != 0) {
+    struct proc_spawn sp = { .path = "/bin/sh", .argv = argv, .stdio = { PROC_KEEP, PROC_KEEP, PROC_KEEP },
+                             .mask = &none };
+    r->stopper = proc_spawn(&sp, s_stopper_exit, r);
+    if (r->stopper < 0) {
         r->stopper = 0;
-        kill(r->pid, SIGTERM);
+        proc_signal(r->pid, r, SIGTERM);
     }
-    posix_spawnattr_destroy(&attr);
 }
 
 static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *arg)
@@ -72,29 +84,18 @@ static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *ar
     struct signalfd_siginfo si;
     while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
         int sig = (int)si.ssi_signo;
-        if (sig == SIGCHLD) {
-            int st;
-            if (r->stopper > 0 && waitpid(r->stopper, &st, WNOHANG) == r->stopper) {
-                r->stopper = 0;
-                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) /* no step found, or no scancel: srun kills at once */
-                    kill(r->pid, SIGTERM);
-            }
-            if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
-                r->status = st;
-                r->done = 1;
-                loop_stop(loop);
-            }
-        } else if (sig == SIGUSR1 || sig == SIGUSR2) {
-            kill(r->pid, sig);
+        if (sig == SIGUSR1 || sig == SIGUSR2) {
+            proc_signal(r->pid, r, sig);
         } else if (++r->stops == 1) {
             if (!r->quiet)
                 fprintf(stderr, "plaunch: %s: stopping the job on every node (SIGTERM to the step; workers get "
                         "--grace %g s)\n", strsignal(sig), r->grace);
             s_stop_step(r);
-            r->kill_timer = loop_timer_after_ms(loop, (int64_t)(r->grace * 1000) + SRUN_SLACK_MS, s_kill_now, r);
+            proc_deadline(r->pid, r, loop_now_ns() + (uint64_t)(r->grace * 1e9) + SRUN_SLACK_MS * 1000000ull,
+                          s_late);
         } else {
             fprintf(stderr, "plaunch: %s again: killing srun now\n", strsignal(sig));
-            kill(-r->pid, SIGKILL);
+            proc_signal_group(r->pid, r, SIGKILL);
         }
     }
     return 0;
@@ -157,22 +158,14 @@ int sched_srun_run(int argc, char **argv, const struct sched_srun_args *a, char 
     snprintf(name, sizeof name, "--job-name=%s", step);
     char **env = s_child_env(envp, a->token, tokenvar, sizeof tokenvar);
     char **args = s_srun_argv(argc, argv, a, self, name, nodes, sizeof nodes);
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t fa;
     sigset_t none;
     sigemptyset(&none);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_init(&fa);
     /* Its own process group: a Ctrl-C reaches this plaunch only, which stops the job with --grace (srun would
      * take a single SIGINT as a request for the tasks' state). Its stdin is /dev/null, as workers' are. */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, sigs);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    int rc = env && args ? posix_spawnp(&r.pid, "srun", &fa, &attr, args, env) : ENOMEM;
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    struct proc_spawn sp = { .path = "srun", .argv = args, .envp = env, .search = 1,
+                             .stdio = { PROC_NULL, PROC_KEEP, PROC_KEEP }, .group = 1, .mask = &none, .dfl = sigs };
+    r.pid = env && args ? proc_spawn(&sp, s_srun_exit, &r) : (errno = ENOMEM, -1);
+    int rc = r.pid < 0 ? errno : 0;
     free(env);
     free(args);
     if (rc != 0) {
@@ -183,18 +176,27 @@ int sched_srun_run(int argc, char **argv, const struct sched_srun_args *a, char 
     if (!a->quiet)
         fprintf(stderr, "plaunch: starting plaunch on %d node%s of this allocation: srun --nodes=%d "
                 "--ntasks-per-node=1 ...\n", a->nnodes, a->nnodes == 1 ? "" : "s", a->nnodes);
-    loop_t *loop = loop_new();
-    int sfd = signalfd(-1, sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (!loop || sfd < 0 || loop_add_fd(loop, sfd, ZMQ_POLLIN, s_on_signal, &r) < 0) {
-        fprintf(stderr, "plaunch: error: cannot wait for srun: %s; stopping it\n", strerror(errno));
-        kill(-r.pid, SIGKILL);
-        waitpid(r.pid, &r.status, 0); /* SIGKILL: srun is gone at once */
+    char err[256];
+    sigset_t stops = *sigs;
+    sigdelset(&stops, SIGCHLD); /* the child registry's */
+    loop_t *loop = r.loop = loop_new();
+    int sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
+    int ok = loop && sfd >= 0 && loop_add_fd(loop, sfd, ZMQ_POLLIN, s_on_signal, &r) == 0;
+    if (!ok)
+        snprintf(err, sizeof err, "%s", strerror(errno));
+    else
+        ok = proc_attach(loop, err, sizeof err) == 0;
+    if (!ok) {
+        fprintf(stderr, "plaunch: error: cannot wait for srun: %s; stopping it\n", err);
+        proc_signal_group(r.pid, &r, SIGKILL);
+        proc_wait(r.pid, &r, -1, &r.status); /* SIGKILL: srun is gone at once */
         r.done = 1;
     } else if (loop_run(loop) < 0 || !r.done) {
         fprintf(stderr, "plaunch: error: waiting for srun failed: %s; stopping it\n", strerror(errno));
-        kill(-r.pid, SIGKILL);
-        waitpid(r.pid, &r.status, 0);
+        proc_signal_group(r.pid, &r, SIGKILL);
+        proc_wait(r.pid, &r, -1, &r.status);
     }
+    proc_detach();
     if (sfd >= 0)
         close(sfd);
     loop_destroy(&loop);

@@ -1,6 +1,7 @@
 /* probe_run: the live side of `plaunch probe`: is there a GPU, where is the worker, how it is started. */
 #include "probe_run.h"
 
+#include "proc.h"
 #include "util.h"
 
 #include <dlfcn.h>
@@ -8,7 +9,6 @@
 #include <limits.h>
 #include <libgen.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,23 +163,21 @@ static char **s_worker_env(const char *gpu, char **cvd)
 int probe_run_local(char *const argv[], const char *gpu, struct probe_err *err)
 {
     char *cvd = NULL, **env = s_worker_env(gpu, &cvd);
-    pid_t pid;
     int status = 0;
     if (env == NULL) {
         probe_err_set(err, "out of memory while preparing the probe worker's environment");
         return -1;
     }
-    int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, env);
+    struct proc_spawn sp = PROC_SPAWN_INIT;
+    sp.path = argv[0];
+    sp.argv = argv;
+    sp.envp = env;
+    int rc = proc_run(&sp, &status), e = errno;
     free(cvd);
     free(env);
-    if (rc != 0) {
-        probe_err_set(err, "cannot start the probe worker %s: %s", argv[0], strerror(rc));
+    if (rc < 0) {
+        probe_err_set(err, "cannot start the probe worker %s: %s", argv[0], strerror(e));
         return -1;
     }
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            probe_err_set(err, "waiting for the probe worker (pid %ld): %s", (long)pid, strerror(errno));
-            return -1;
-        }
     return util_exit_code(status);
 }
