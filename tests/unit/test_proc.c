@@ -97,6 +97,46 @@ static void test_other_owner_cannot_signal_or_wait(void **state)
     assert_int_equal(proc_signal(pid, &a, 0), -1); /* reaped: no longer ours */
 }
 
+/* An ended child of a is a zombie only a may reap: b's wait and the strays' reaper leave it. */
+static void test_no_reap_of_another_owners_zombie(void **state)
+{
+    struct seen a = { 0 }, b = { 0 };
+    pid_t pid = s_sh("exit 7", 0, &a);
+    for (int i = 0; i < 5000; i++) { /* until it has exited (a zombie), without reaping it */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            break;
+        usleep(1000);
+    }
+    assert_int_equal(proc_wait(pid, &b, 100, NULL), -1);
+    assert_int_equal(errno, ESRCH);
+    pid_t list[1] = { pid };
+    int n = 1;
+    proc_reap_strays(list, &n, loop_now_ns());
+    assert_true(s_unreaped(pid));
+    int st = 0;
+    assert_int_equal(proc_wait(pid, &a, 0, &st), 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+    assert_false(s_unreaped(pid));
+}
+
+/* A one-shot child: started, waited for, its status. */
+static void test_run(void **state)
+{
+    char *argv[] = { "sh", "-c", "exit 5", NULL };
+    struct proc_spawn sp = PROC_SPAWN_INIT;
+    sp.path = "sh";
+    sp.argv = argv;
+    sp.search = 1;
+    int st = 0;
+    assert_int_equal(proc_run(&sp, &st), 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5);
+    sp.path = "no-such-program-here";
+    assert_int_equal(proc_run(&sp, &st), -1);
+    assert_int_equal(errno, ENOENT);
+}
+
 static void test_group_signal(void **state)
 {
     struct seen a = { 0 };
@@ -225,6 +265,8 @@ int main(void)
     sigprocmask(SIG_BLOCK, &chld, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_other_owner_cannot_signal_or_wait),
+        cmocka_unit_test(test_no_reap_of_another_owners_zombie),
+        cmocka_unit_test(test_run),
         cmocka_unit_test(test_group_signal),
         cmocka_unit_test(test_loop_tells_owner),
         cmocka_unit_test(test_deadline_kills),
