@@ -379,20 +379,13 @@ static void s_on_worker_exit(struct sup *s, struct worker *w, int status)
         s_dispatch(s, EV_ALL_GONE);
 }
 
-/* A worker reaped by the process's child registry. After the end (supervise_finish) only its state is kept. */
+/* A worker reaped by the process's child registry (after supervise_finish none is running: nothing to do). */
 static void s_on_child(void *owner, const struct proc_exit *e)
 {
     struct sup *s = owner;
     struct worker *w = s_find_worker(s->job, e->pid);
-    if (!w)
-        return;
-    if (s->state != ST_DONE) {
+    if (w && s->state != ST_DONE)
         s_on_worker_exit(s, w, e->status);
-        return;
-    }
-    w->state = W_EXITED;
-    w->status = e->status;
-    s->running--;
 }
 
 static int s_on_signal(loop_t *loop, int fd, void *sock, short revents, void *arg)
