@@ -66,29 +66,25 @@ static void s_health(coord_server_t *cs)
  * member's exit status. */
 static void s_finish(coord_server_t *cs)
 {
+    static char text[sizeof cs->verdict.cause + 64];
     Plaunch__Bye bye = PLAUNCH__BYE__INIT;
     wire_msg_t m;
-    int status = cs->status_set ? cs->job_status : 0;
-    if (!cs->status_set)
-        for (int i = 0; i < cs->npeers; i++)
-            if (cs->peers[i].used && cs->peers[i].byed && cs->peers[i].bye_status && !status)
-                status = cs->peers[i].bye_status;
+    int status = coord_verdict_status(&cs->verdict);
     if (status != 0) {
-        char tail[64];
-        snprintf(tail, sizeof tail, cs->job->opt.nnodes > 1 ? "plaunch: every node exits with %d\n"
-                                                             : "plaunch: exit status %d\n", status);
-        if (!cs->failure[0])
-            snprintf(cs->failure, sizeof cs->failure, "plaunch: the job failed\n");
-        strncat(cs->failure, tail, sizeof cs->failure - strlen(cs->failure) - 1);
+        const char *cause = coord_verdict_cause(&cs->verdict);
+        snprintf(text, sizeof text, "%s", cause[0] ? cause : "plaunch: the job failed\n");
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 cs->job->opt.nnodes > 1 ? "plaunch: every node exits with %d\n" : "plaunch: exit status %d\n",
+                 status);
         Plaunch__Report r = PLAUNCH__REPORT__INIT;
         r.kind = "summary";
-        r.json.data = (uint8_t *)cs->failure;
-        r.json.len = strlen(cs->failure);
+        r.json.data = (uint8_t *)text;
+        r.json.len = strlen(text);
         wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
         for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
             if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
                 coord_transport_send(cs, i, &m);
-        log_block(cs->failure, 1);
+        log_block(text, 1);
     }
     s_health(cs);
     log_info("job %s over: exit status %d", cs->job_id, status);
@@ -154,8 +150,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     else
         snprintf(where, sizeof where, "on %s", p->host);
     s_quote_error_file(cs, p, x, errq, sizeof errq);
-    /* cut to the buffer on a long tail: still a block that ends a line */
-    if (snprintf(cs->failure, sizeof cs->failure,
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, coord_verdict_worker_status(x->exit_code, x->signal),
              "plaunch: ===== job %s failed: root cause =====\n"
              "  first failure : rank %u %s, generation %u\n"
              "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
@@ -163,10 +158,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
              "%s"
              "  last lines of its log:\n%s",
              cs->job_id, x->global_rank, where, cs->generation, x->pid, how, when, (double)x->runtime_ms / 1000,
-             logpath, errq, tail[0] ? tail : "    (empty)\n") >= (int)sizeof cs->failure)
-        cs->failure[sizeof cs->failure - 2] = '\n';
-    cs->job_status = x->signal ? 128 + (int)x->signal : (int)x->exit_code;
-    cs->status_set = 1;
+             logpath, errq, tail[0] ? tail : "    (empty)\n");
 }
 
 void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
@@ -175,7 +167,7 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     struct peer *p = &cs->peers[peer];
     if (x->exit_code == 0 && x->signal == 0)
         return;
-    if (cs->hang_busy) {
+    if (coord_verdict_held(&cs->verdict)) {
         log_info("rank %u on node %d (%s) ended while the hung job's stacks are taken: %s %u", x->global_rank,
                  p->node_rank, p->host, x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
         return; /* ended for its traceback (SIGABRT), or by the hang itself: the verdict is the hang's */
@@ -188,19 +180,14 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     if (cs->job->multi)
         log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
                  x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
-    int restartable = !(x->signal == 0 && (x->exit_code == 126 || x->exit_code == 127));
-    if (cs->restarts_left > 0 && restartable) {
+    int n = coord_verdict_restart(&cs->verdict, coord_verdict_restartable(x->exit_code, x->signal));
+    if (n > 0) {
         char why[160];
-        cs->restarts_left--;
-        snprintf(why, sizeof why, "rank %u failed: restart %d of %d", x->global_rank,
-                 cs->job->opt.max_restarts - cs->restarts_left, cs->job->opt.max_restarts);
+        snprintf(why, sizeof why, "rank %u failed: restart %d of %d", x->global_rank, n, cs->job->opt.max_restarts);
         coord_end_restart(cs, why);
         return;
     }
     s_record_failure(cs, peer, x);
-    if (cs->job->opt.max_restarts > 0 && restartable)
-        log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
-                  cs->job->opt.max_restarts == 1 ? "" : "s");
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
 }
 
@@ -237,12 +224,8 @@ static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
         coord_end_restart(cs, text); /* elastic: on the survivors (and whoever joins) */
         return;
     }
-    if (!cs->status_set) {
-        snprintf(cs->failure, sizeof cs->failure,
-                 "plaunch: ===== job %s failed: root cause =====\n  %s\n", cs->job_id, text);
-        cs->job_status = 125;
-        cs->status_set = 1;
-    }
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, COORD_VERDICT_PLAUNCH,
+                       "plaunch: ===== job %s failed: root cause =====\n  %s\n", cs->job_id, text);
     if (was_running)
         coord_end_stop_all(cs, PLAUNCH__STOP__REASON__NODE_LOST, 0, "a node was lost: the job ends");
     coord_end_maybe_finish(cs);
@@ -260,9 +243,8 @@ void coord_end_rendezvous_timeout(coord_server_t *cs)
         snprintf(text, sizeof text, "only %d of %d nodes joined within --rdzv-timeout %g s", have,
                  elastic ? o->nnodes_min : o->nnodes, o->rdzv_timeout);
     log_error("%s; check that every node runs plaunch with --master pointing here and the same credentials", text);
-    snprintf(cs->failure, sizeof cs->failure, "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
-    cs->job_status = 125;
-    cs->status_set = 1;
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, COORD_VERDICT_PLAUNCH,
+                       "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__ERROR, 0, text);
     s_finish(cs);
 }
@@ -271,15 +253,13 @@ void coord_end_fatal(coord_server_t *cs, const char *fmt, ...)
 {
     char text[1024];
     va_list ap;
-    if (cs->fatal || cs->state == CS_DONE)
+    if (coord_verdict_rank(&cs->verdict) == COORD_VERDICT_FATAL || cs->state == CS_DONE)
         return;
-    cs->fatal = 1;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     log_error("%s; ending the job (exit status 125)", text);
-    snprintf(cs->failure, sizeof cs->failure, "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
-    cs->job_status = 125;
-    cs->status_set = 1;
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_FATAL, COORD_VERDICT_PLAUNCH,
+                       "plaunch: ===== job %s failed =====\n  %s\n", cs->job_id, text);
     s_finish(cs);
 }

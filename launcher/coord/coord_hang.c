@@ -74,7 +74,7 @@ static void s_reset(coord_server_t *cs, struct coord_hang *h)
     h->gen_ns = now;
     h->st = HS_WATCH;
     h->odd = -1;
-    cs->hang_busy = 0;
+    coord_verdict_hold(&cs->verdict, 0);
 }
 
 /* ---- step rates: stragglers -------------------------------------------------------------------------- */
@@ -315,7 +315,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
     for (int i = 0; i < h->nr && !steps; i++)
         steps = h->r[i].step >= 0;
     h->warn = h->odd < 0 && !steps && !cs->job->opt.on_hang_given;
-    cs->hang_busy = !h->warn; /* the ranks ended for their tracebacks are no failure of their own */
+    coord_verdict_hold(&cs->verdict, !h->warn); /* the ranks ended for their tracebacks are no failure */
     if (h->warn)
         log_warn("%s; taking every rank's stacks (the job goes on)", h->why);
     else
@@ -356,7 +356,7 @@ static void s_write_file(coord_server_t *cs, const char *text, char *path, size_
 static void s_conclude(coord_server_t *cs, struct coord_hang *h)
 {
     static char text[1 << 20];
-    char summary[2048], path[4200], why[700];
+    char summary[2048], path[4200], why[700], cause[sizeof cs->verdict.cause];
     if (h->collect_timer > 0)
         loop_timer_cancel(cs->loop, h->collect_timer);
     h->collect_timer = 0;
@@ -379,31 +379,22 @@ static void s_conclude(coord_server_t *cs, struct coord_hang *h)
         h->warn = 0;
         return;
     }
-    const char *act = cs->job->opt.on_hang;
-    int restart = strcmp(act, "restart") == 0 && cs->restarts_left > 0;
-    if (snprintf(cs->failure, sizeof cs->failure,
+    int n = coord_verdict_restart(&cs->verdict, strcmp(cs->job->opt.on_hang, "restart") == 0);
+    if (snprintf(cause, sizeof cause,
                  "plaunch: ===== job %s hung: root cause =====\n  %s, generation %u\n%s  stacks        : %s\n",
-                 cs->job_id, h->why, cs->generation, summary, path) >= (int)sizeof cs->failure)
-        cs->failure[sizeof cs->failure - 2] = '\n'; /* cut: still whole lines' end */
-    cs->hang_busy = 0;
-    if (restart) {
-        log_block(cs->failure, !cs->job->opt.quiet);
-        cs->failure[0] = '\0';
-        cs->restarts_left--;
+                 cs->job_id, h->why, cs->generation, summary, path) >= (int)sizeof cause)
+        cause[sizeof cause - 2] = '\n'; /* cut: still whole lines' end */
+    coord_verdict_hold(&cs->verdict, 0);
+    if (n > 0) {
+        log_block(cause, !cs->job->opt.quiet);
         if (odd >= 0)
-            snprintf(why, sizeof why, "rank %d hung: restart %d of %d", odd,
-                     cs->job->opt.max_restarts - cs->restarts_left, cs->job->opt.max_restarts);
+            snprintf(why, sizeof why, "rank %d hung: restart %d of %d", odd, n, cs->job->opt.max_restarts);
         else
-            snprintf(why, sizeof why, "the job hung: restart %d of %d", cs->job->opt.max_restarts - cs->restarts_left,
-                     cs->job->opt.max_restarts);
+            snprintf(why, sizeof why, "the job hung: restart %d of %d", n, cs->job->opt.max_restarts);
         coord_end_restart(cs, why);
         return;
     }
-    if (strcmp(act, "restart") == 0 && cs->job->opt.max_restarts > 0)
-        log_error("restart budget exhausted (%d restart%s)", cs->job->opt.max_restarts,
-                  cs->job->opt.max_restarts == 1 ? "" : "s");
-    cs->job_status = 124;
-    cs->status_set = 1;
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, COORD_VERDICT_HUNG, "%s", cause);
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "the job hung: it ends (exit status 124)");
 }
 

@@ -2,7 +2,8 @@
  *   coord_server.c   the public face (coord_server.h); builds the transport with the handlers below
  *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (coord.c)
  *   coord_hang.c     the hang watch: progress reports, the verdict, stacks, --on-hang (calls coord_end.c)
- *   coord_end.c      the end of generations and of the job: restarts, losses, verdicts, the summary
+ *   coord_end.c      the end of generations and of the job: restarts, losses, the summary
+ *   coord_verdict.c  the job's outcome and restart budget, by one rule (coord_verdict.h); pure state
  *   coord_assign.c   the world of a generation: state, members, readiness, ASSIGN
  *   coord_transport.c  the ROUTER, TLS sessions, the in-process agent's mail, heartbeats, deadlines; calls up only
  *                    through struct coord_events
@@ -20,6 +21,7 @@
 #include "mon_diag.h"
 #include "coord.h"
 #include "coord_server.h"
+#include "coord_verdict.h"
 #include "peerlog.h"
 
 #define CS_MAX_RID 256
@@ -157,10 +159,8 @@ struct coord_server {
     char job_id[WIRE_MAX_JOB_ID + 1];
     enum cs_state state;
     uint32_t generation;
-    int restarts_left;
     int world;
-    int job_status, status_set;
-    char failure[4096];         /* the root cause, for the summary */
+    struct coord_verdict verdict; /* the job's outcome and restart budget: written only through coord_verdict.h */
     int hb_timer, rdzv_timer, last_call_timer;
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
     uint64_t hb_sent_ns, hb_round;  /* the last heartbeat round: its time, its number (HEARTBEAT.seq) */
@@ -179,7 +179,6 @@ struct coord_server {
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
     int mail_timer;
-    int fatal;                  /* coord_end_fatal ran: the job is ending with 125 */
     struct coord_members members;
     hindex_t rids;              /* sessions by routing id (coord_peers.c) */
     int rid_broken;             /* out of memory once: lookups scan */
@@ -193,10 +192,8 @@ struct coord_server {
     int nhealth, health_cap;
     int *health_at, health_nat; /* by rank: its place in health + 1, 0 none */
     int health_bad;             /* reports refused (the first few are logged) */
-    /* coord_hang.c: the hang watch; hang_busy while the stacks of a hung job are taken (the ranks ended for their
-     * tracebacks are no failure: coord_end.c reads it); steplag: the step-rate stragglers for the Health block */
+    /* coord_hang.c: the hang watch; steplag: the step-rate stragglers for the Health block */
     struct coord_hang *hang;
-    int hang_busy;
     char steplag[2048];
     struct coord_tree tree;     /* coord_relay.c, coord_via.c */
 };

@@ -24,6 +24,8 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
 {
     coord_server_t *cs = coord_transport_new(job, loop, zctx, endpoint, tls, local, local_arg, &s_events, err,
                                              errlen);
+    if (cs)
+        coord_verdict_init(&cs->verdict, job->opt.max_restarts);
     if (cs && coord_hang_start(cs) < 0) {
         snprintf(err, errlen, "out of memory");
         coord_transport_destroy(&cs);
@@ -56,10 +58,6 @@ void coord_server_stop_signal(coord_server_t *cs, int sig)
         snprintf(text, sizeof text, "the coordinator's plaunch on %s got SIG%s", cs->job->hostname, name);
     else
         snprintf(text, sizeof text, "plaunch got SIG%s", name);
-    if (!cs->status_set) {
-        cs->job_status = 128 + sig;
-        cs->status_set = 1;
-        snprintf(cs->failure, sizeof cs->failure, "plaunch: job %s stopped: %s\n", cs->job_id, text);
-    }
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, 128 + sig, "plaunch: job %s stopped: %s\n", cs->job_id, text);
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }

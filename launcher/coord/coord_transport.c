@@ -413,7 +413,6 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
     cs->peers[0] = (struct peer){ .used = 1, .local = 1, .node_rank = -1, .joined_gen = -1, .req_rank = -1 };
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
-    cs->restarts_left = job->opt.max_restarts;
     cs->ev = *ev;
     cs->wait_for_more = 1;
     cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)coord_transport_send, cs);

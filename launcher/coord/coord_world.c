@@ -122,10 +122,8 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
         p->byed = 1;
         p->bye_status = (int)m->bye->exit_status;
         log_info("node %d (%s): workers done, status %d", p->node_rank, p->host, p->bye_status);
-        if (p->bye_status != 0 && !cs->status_set) {
-            cs->job_status = p->bye_status;
-            cs->status_set = 1;
-        }
+        if (p->bye_status != 0) /* its workers' status: no root cause of its own (the node's log has it) */
+            coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, p->bye_status, NULL);
         coord_end_maybe_finish(cs);
         break;
     case WIRE_NCCL_ID_PUT:
