@@ -293,6 +293,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         return -1;
     }
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
+    heartbeat_init(&ac->hb, ac->job->opt.heartbeat, ac->job->opt.heartbeat_timeout);
     if (ac->job->multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
     ac->said_ns = loop_now_ns(); /* the first "waiting for ..." line comes after AGENT_SAY_NS */

@@ -13,6 +13,7 @@
 #include "agent_relay.h"
 #include "agent_stacks.h"
 #include "coord_server.h"
+#include "heartbeat.h"
 #include "link.h"
 #include "loop.h"
 #include "resolve.h"
@@ -66,7 +67,7 @@ struct agent {
     int assigned;              /* an ASSIGN came at least once: from then on heartbeats decide, before it
                                   --rdzv-timeout does (a coordinator forming a big world is late to answer) */
     uint64_t last_heard_ns, started_ns;
-    uint64_t hb_seq, hb_sent_ns;
+    struct heartbeat hb;       /* to the coordinator once assigned, and its silence */
     int hb_timer;
     int state_timer;           /* the deadline of a state that waits on the coordinator */
     int drain_timer;           /* after the BYE: the nodes behind this relay take theirs before it goes */

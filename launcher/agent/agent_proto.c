@@ -247,7 +247,7 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
             agent_proto_finish(ac, 125);
             return 0;
         }
-        int silent = ac->assigned && now - ac->last_heard_ns > (uint64_t)(o->heartbeat_timeout * 1e9);
+        int silent = ac->assigned && heartbeat_silent(&ac->hb, ac->last_heard_ns, now, 0);
         if (silent && link_at_relay(ac->link)) {
             /* A relay that hangs takes no node with it: the coordinator serves them directly, and gets one more
              * heartbeat timeout to answer (an elastic job goes on with them; a fixed one ends by its verdict). */
@@ -265,17 +265,14 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
         }
         /* heartbeats once there is a generation to watch: before its first ASSIGN nobody checks them, and 16,384
          * nodes in a rendezvous sent the coordinator 32,768 a second for nothing */
-        if (ac->heard && ac->assigned && link_is_open(ac->link) &&
-            now - ac->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) {
-            ac->hb_sent_ns = now;
-            Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+        if (ac->heard && ac->assigned && link_is_open(ac->link) && heartbeat_due(&ac->hb, now)) {
+            Plaunch__Heartbeat hb;
             wire_msg_t m;
-            hb.seq = ++ac->hb_seq;
-            hb.mono_ns = now;
-            wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_HEARTBEAT, &hb);
+            heartbeat_msg(&ac->hb, &hb, &m, ac->job->job_id, (uint32_t)ac->job->generation);
             agent_proto_up(ac, &m);
         }
     }
-    ac->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), agent_proto_hb_tick, ac);
+    ac->hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), agent_proto_hb_tick,
+                                       ac);
     return 0;
 }

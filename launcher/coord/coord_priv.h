@@ -17,6 +17,7 @@
 #define PLAUNCH_COORD_PRIV_H
 
 #include "conn_guard.h"
+#include "heartbeat.h"
 #include "hindex.h"
 #include "mon_diag.h"
 #include "coord.h"
@@ -163,7 +164,7 @@ struct coord_server {
     struct coord_verdict verdict; /* the job's outcome and restart budget: written only through coord_verdict.h */
     int hb_timer, rdzv_timer, last_call_timer;
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
-    uint64_t hb_sent_ns, hb_round;  /* the last heartbeat round: its time, its number (HEARTBEAT.seq) */
+    struct heartbeat hb;        /* the heartbeat rounds to every direct node, and the silence rule */
     uint64_t started_ns, said_ns;   /* the coordinator's start; its last "waiting for nodes" line */
     unsigned char *frame;
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */

@@ -310,19 +310,15 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
     const struct opts *o = &cs->job->opt;
-    uint64_t now = loop_now_ns(), limit = (uint64_t)(o->heartbeat_timeout * 1e9);
+    uint64_t now = loop_now_ns();
     uint64_t unassigned = (uint64_t)((o->rdzv_timeout + o->heartbeat_timeout) * 1e9);
-    int send = now - cs->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10;
     unsigned char hbuf[128];
     ssize_t hlen = -1;
-    if (send) { /* one encoding per round: the same heartbeat (the round's number) goes to every node */
-        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+    if (heartbeat_due(&cs->hb, now)) { /* one encoding per round: the same heartbeat (its number) to every node */
+        Plaunch__Heartbeat hb;
         wire_msg_t m;
         char err[128];
-        cs->hb_sent_ns = now;
-        hb.seq = ++cs->hb_round;
-        hb.mono_ns = now;
-        wire_init(&m, cs->job_id, cs->generation, WIRE_HEARTBEAT, &hb);
+        heartbeat_msg(&cs->hb, &hb, &m, cs->job_id, cs->generation);
         hlen = wire_encode(&m, hbuf, sizeof hbuf, err, sizeof err);
     }
     for (int i = 1; i < cs->npeers; i++) {
@@ -332,8 +328,8 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
          * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
          * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
-        uint64_t mine = p->node_rank >= 0 ? limit : unassigned;
-        if (cs->state != CS_RENDEZVOUS && now - p->last_heard_ns > mine) {
+        if (cs->state != CS_RENDEZVOUS && heartbeat_silent(&cs->hb, p->last_heard_ns, now,
+                                                            p->node_rank >= 0 ? 0 : unassigned)) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
@@ -350,7 +346,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     /* closes to take in; slots freed by handshakes that ended without a frame (closed, past their deadline) */
     s_on_router(loop, -1, cs->router, 0, cs);
     if (cs->state != CS_DONE)
-        cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(o), s_hb_tick, cs);
+        cs->hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), s_hb_tick, cs);
     return 0;
 }
 
@@ -446,7 +442,9 @@ coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *z
     }
     coord_relay_init(cs);
     cs->started_ns = cs->said_ns = loop_now_ns();
-    cs->hb_timer = loop_timer_after_ms(loop, opts_heartbeat_tick_ms(&job->opt), s_hb_tick, cs);
+    heartbeat_init(&cs->hb, job->opt.heartbeat, job->opt.heartbeat_timeout);
+    cs->hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(job->opt.heartbeat, job->opt.heartbeat_timeout),
+                                       s_hb_tick, cs);
     coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
     log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
              tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");

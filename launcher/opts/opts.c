@@ -68,12 +68,6 @@ static int s_ini_key(void *arg, const char *key, const char *value, const char *
     return s_apply(arg, d, value, origin, err, errlen);
 }
 
-long opts_heartbeat_tick_ms(const struct opts *o)
-{
-    double t = o->heartbeat < o->heartbeat_timeout / 10 ? o->heartbeat : o->heartbeat_timeout / 10;
-    return t * 1000 < 1 ? 1 : (long)(t * 1000);
-}
-
 long opts_hang_tick_ms(const struct opts *o)
 {
     long ms = (long)(o->hang_timeout * 1000 / 4);

@@ -93,9 +93,6 @@ struct opts {
  * (the caller exits 2). */
 int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, size_t errlen);
 
-/* How often both sides look at heartbeats: every --heartbeat, or a tenth of --heartbeat-timeout if that is
- * shorter, so a loss is seen within 110 % of the timeout. In milliseconds, at least 1. */
-long opts_heartbeat_tick_ms(const struct opts *o);
 /* How often agents report their ranks' progress and the coordinator judges it: a quarter of --hang-timeout,
  * within 0.25..10 s. */
 long opts_hang_tick_ms(const struct opts *o);

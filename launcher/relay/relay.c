@@ -105,25 +105,22 @@ static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *a
 static int s_hb_tick(loop_t *loop, int id, void *arg)
 {
     relay_t *r = arg;
-    uint64_t now = loop_now_ns(), limit = (uint64_t)r->hb_timeout_ms * 1000000u;
+    uint64_t now = loop_now_ns();
     unsigned char buf[128];
     ssize_t n = -1;
     char err[128], why[160];
     r->hb_timer = 0;
-    if (now - r->hb_sent_ns >= (uint64_t)r->hb_interval_ms * 900000u) {
-        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+    if (heartbeat_due(&r->hb, now)) {
+        Plaunch__Heartbeat hb;
         wire_msg_t m;
-        r->hb_sent_ns = now;
-        hb.seq = ++r->hb_seq;
-        hb.mono_ns = now;
-        wire_init(&m, r->job_id, r->generation, WIRE_HEARTBEAT, &hb);
+        heartbeat_msg(&r->hb, &hb, &m, r->job_id, r->generation);
         n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     }
     for (int i = 0; i < r->nkids; i++) {
         struct rchild *c = &r->kids[i];
         if (!c->used || !c->opened)
             continue;
-        if (c->watched && now - c->last_ns > limit) {
+        if (c->watched && heartbeat_silent(&r->hb, c->last_ns, now, 0)) {
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - c->last_ns) / 1e9, r->hb_timeout_ms / 1000.0);
             relay_up_queue(&r->up, PLAUNCH__RELAY_ITEM__EVENT__SILENT, c->handle, NULL, 0, NULL, NULL, why);
@@ -134,8 +131,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         }
     }
     s_up_flush(r);
-    int tick = r->hb_interval_ms / 4 > 0 ? r->hb_interval_ms / 4 : 1;
-    r->hb_timer = loop_timer_after_ms(loop, tick, s_hb_tick, r);
+    r->hb_timer = loop_timer_after_ms(loop, r->hb_tick_ms, s_hb_tick, r);
     return 0;
 }
 
@@ -291,9 +287,10 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
     }
     if (s_listen(r, cfg->bind_addr, err, errlen) < 0)
         goto error;
-    r->hb_sent_ns = loop_now_ns();
-    if ((r->hb_timer = loop_timer_after_ms(loop, r->hb_interval_ms / 4 > 0 ? r->hb_interval_ms / 4 : 1, s_hb_tick,
-                                           r)) < 0) {
+    heartbeat_init(&r->hb, r->hb_interval_ms / 1000.0, r->hb_timeout_ms / 1000.0);
+    r->hb.sent_ns = loop_now_ns(); /* the first one an interval from now: no node has its ASSIGN yet */
+    r->hb_tick_ms = heartbeat_tick_ms(r->hb_interval_ms / 1000.0, r->hb_timeout_ms / 1000.0);
+    if ((r->hb_timer = loop_timer_after_ms(loop, r->hb_tick_ms, s_hb_tick, r)) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
         goto error;
     }

@@ -4,6 +4,7 @@
 #define PLAUNCH_RELAY_PRIV_H
 
 #include "conn_guard.h"
+#include "heartbeat.h"
 #include "hindex.h"
 #include "peerlog.h"
 #include "relay.h"
@@ -41,7 +42,8 @@ struct relay {
     int index_broken;
     uint32_t next_handle;
     int hb_timer;
-    uint64_t hb_sent_ns, hb_seq;
+    long hb_tick_ms;
+    struct heartbeat hb;        /* to each watched child, and the silence rule */
     unsigned char *frame;
     struct relay_up up;
     int gone[RL_GONE_MAX], ngone;

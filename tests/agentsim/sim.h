@@ -17,6 +17,7 @@
 
 #include "loop.h"
 #include "tls_chan.h"
+#include "heartbeat.h"
 #include "wire.h"
 
 #define SIM_MAX_KEYS 4      /* NCCL id keys each simulated worker asks for, in order */
@@ -94,7 +95,8 @@ struct sim_agent {
     int node_rank, first_rank, world, nnodes;
     unsigned char step[SIM_MAX_NPROC]; /* worker l waits for key step[l]'s id; at nkeys for the barrier; then done */
     int have_ids, passed;         /* every worker holds every id / passed the barrier */
-    uint64_t join_ns, assign_ns, ids_ns, barrier_ns, stop_ns, last_heard_ns, hb_sent_ns, hb_seq;
+    uint64_t join_ns, assign_ns, ids_ns, barrier_ns, stop_ns, last_heard_ns;
+    struct heartbeat hb;
     uint64_t next_tick_ns;        /* its own tick, as a real agent's timer: a random phase, every tick_ms */
     int stop_reason;
     int errors;                   /* anything a real agent would have refused or failed on */

@@ -289,11 +289,13 @@ void sim_agent_tick(struct sim_agent *a, uint64_t now)
 {
     struct sim_run *run = a->th->run;
     const struct sim_opts *o = run->o;
-    /* the real agent's tick: min(--heartbeat, --heartbeat-timeout / 10), each agent at its own phase */
-    double tick_s = o->heartbeat < o->hb_timeout / 10 ? o->heartbeat : o->hb_timeout / 10;
-    uint64_t tick = (uint64_t)(tick_s * 1e9);
-    if (!a->next_tick_ns)
-        a->next_tick_ns = now + (uint64_t)rand() % (tick ? tick : 1);
+    /* the real agent's tick, each agent at its own phase */
+    long tick_ms = heartbeat_tick_ms(o->heartbeat, o->hb_timeout);
+    uint64_t tick = (uint64_t)tick_ms * 1000000u;
+    if (!a->next_tick_ns) {
+        heartbeat_init(&a->hb, o->heartbeat, o->hb_timeout);
+        a->next_tick_ns = heartbeat_first_ns(tick_ms, now, (unsigned)rand());
+    }
     if (now < a->next_tick_ns)
         return;
     a->next_tick_ns += tick;
@@ -303,20 +305,17 @@ void sim_agent_tick(struct sim_agent *a, uint64_t now)
     int silent = a->idx >= o->agents - o->silent && phase >= SIM_STEADY;
     if (!a->open || silent || a->st == SA_DONE || a->st == SA_FAILED)
         return;
-    if (a->assigned && now - a->last_heard_ns > (uint64_t)(o->hb_timeout * 1e9)) {
+    if (a->assigned && heartbeat_silent(&a->hb, a->last_heard_ns, now, 0)) {
         sim_log(run, "agent %d: lost the coordinator: no message for %.1f s", a->idx,
                 (double)(now - a->last_heard_ns) / 1e9);
         a->errors++;
         s_fail(a);
         return;
     }
-    if (a->assigned && now - a->hb_sent_ns >= (uint64_t)(o->heartbeat * 1e9) * 9 / 10) { /* as the real agent */
-        Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;
+    if (a->assigned && heartbeat_due(&a->hb, now)) { /* as the real agent */
+        Plaunch__Heartbeat hb;
         wire_msg_t m;
-        a->hb_sent_ns = now;
-        hb.seq = ++a->hb_seq;
-        hb.mono_ns = now;
-        wire_init(&m, a->job_id, a->generation, WIRE_HEARTBEAT, &hb);
+        heartbeat_msg(&a->hb, &hb, &m, a->job_id, a->generation);
         sim_net_send(a, &m);
     }
     if (phase == SIM_END && a->st == SA_RUNNING)
