@@ -88,7 +88,6 @@ EXCEPTIONS = {
 MAX_SOURCES, MAX_PRIV_LINES = 14, 150
 SIZE_EXCEPTIONS = {
     "launcher/coord": "20 sources; issue 26 items 1 and 5 split the coordinator into its components' folders",
-    "coord_priv.h": "362 lines, the coordinator as one struct; issue 26 item 1 gives each component its own header",
 }
 
 C_KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "case", "do", "else", "typeof", "__typeof__",

@@ -17,8 +17,8 @@ static void s_compact(coord_server_t *cs)
     const char *addr;
     int n = 0;
     while ((a = coord_admit_pop(cs)) != NULL) {
-        if (conn_guard_serial(cs->guard, a->fd) != a->serial ||
-            conn_guard_lookup(cs->guard, a->fd, 0, &addr) != CONN_NEW) {
+        if (conn_guard_serial(cs->tr.guard, a->fd) != a->serial ||
+            conn_guard_lookup(cs->tr.guard, a->fd, 0, &addr) != CONN_NEW) {
             free(a);
             continue;
         }
@@ -29,45 +29,45 @@ static void s_compact(coord_server_t *cs)
         tail = a;
         n++;
     }
-    cs->admit_head = keep;
-    cs->admit_tail = tail;
-    cs->nadmit = n;
+    cs->tr.admit_head = keep;
+    cs->tr.admit_tail = tail;
+    cs->tr.nadmit = n;
 }
 
 int coord_admit_push(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *frame,
                      size_t len)
 {
-    if (len > CS_ADMIT_FRAME || conn_guard_tag(cs->guard, fd) == CS_TAG_ADMIT) /* one waiting frame per connection */
+    if (len > CS_ADMIT_FRAME || conn_guard_tag(cs->tr.guard, fd) == CS_TAG_ADMIT) /* one waiting frame per connection */
         return -1;
-    if (cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW))
+    if (cs->tr.nadmit >= conn_guard_count(cs->tr.guard, CONN_NEW))
         s_compact(cs); /* a burst whose waiting connections closed: their frames made room look taken */
-    if (cs->nadmit >= conn_guard_count(cs->guard, CONN_NEW))
+    if (cs->tr.nadmit >= conn_guard_count(cs->tr.guard, CONN_NEW))
         return -1;
     struct admit *a = malloc(sizeof *a + rid_len + len);
     if (!a)
         return -1;
-    *a = (struct admit){ .fd = fd, .serial = conn_guard_serial(cs->guard, fd), .rid_len = rid_len, .len = len };
+    *a = (struct admit){ .fd = fd, .serial = conn_guard_serial(cs->tr.guard, fd), .rid_len = rid_len, .len = len };
     memcpy(a->data, rid, rid_len);
     memcpy(a->data + rid_len, frame, len);
-    if (cs->admit_tail)
-        cs->admit_tail->next = a;
+    if (cs->tr.admit_tail)
+        cs->tr.admit_tail->next = a;
     else
-        cs->admit_head = a;
-    cs->admit_tail = a;
-    cs->nadmit++;
-    conn_guard_set_tag(cs->guard, fd, CS_TAG_ADMIT);
+        cs->tr.admit_head = a;
+    cs->tr.admit_tail = a;
+    cs->tr.nadmit++;
+    conn_guard_set_tag(cs->tr.guard, fd, CS_TAG_ADMIT);
     return 0;
 }
 
 struct admit *coord_admit_pop(coord_server_t *cs)
 {
-    struct admit *a = cs->admit_head;
+    struct admit *a = cs->tr.admit_head;
     if (!a)
         return NULL;
-    cs->admit_head = a->next;
-    if (!cs->admit_head)
-        cs->admit_tail = NULL;
-    cs->nadmit--;
+    cs->tr.admit_head = a->next;
+    if (!cs->tr.admit_head)
+        cs->tr.admit_tail = NULL;
+    cs->tr.nadmit--;
     a->next = NULL;
     return a;
 }
@@ -75,10 +75,10 @@ struct admit *coord_admit_pop(coord_server_t *cs)
 int coord_admit_current(coord_server_t *cs, const struct admit *a)
 {
     const char *addr;
-    if (conn_guard_serial(cs->guard, a->fd) != a->serial || conn_guard_lookup(cs->guard, a->fd, 0, &addr) != CONN_NEW)
+    if (conn_guard_serial(cs->tr.guard, a->fd) != a->serial || conn_guard_lookup(cs->tr.guard, a->fd, 0, &addr) != CONN_NEW)
         return 0;
-    if (conn_guard_tag(cs->guard, a->fd) == CS_TAG_ADMIT)
-        conn_guard_set_tag(cs->guard, a->fd, -1); /* its frame leaves the queue: the connection may wait again */
+    if (conn_guard_tag(cs->tr.guard, a->fd) == CS_TAG_ADMIT)
+        conn_guard_set_tag(cs->tr.guard, a->fd, -1); /* its frame leaves the queue: the connection may wait again */
     return 1;
 }
 

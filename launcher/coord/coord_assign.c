@@ -124,7 +124,7 @@ static void s_assign(coord_server_t *cs)
         free(t.sizes), free(t.addrs), free(t.ports);
         char text[96];
         snprintf(text, sizeof text, "the coordinator is out of memory for the world of %d nodes", n);
-        cs->ev.fatal(cs, text); /* up through the handlers: coord_end.c is above this floor */
+        cs->tr.ev.fatal(cs, text); /* up through the handlers: coord_end.c is above this floor */
         return;
     }
     cs->world = (int)world;
@@ -186,7 +186,7 @@ void coord_assign_check_ready(coord_server_t *cs)
         return;
     if (joined >= o->nnodes || (joined >= o->nnodes_min && !cs->wait_for_more)) {
         s_assign(cs);
-    } else if (joined >= o->nnodes_min && cs->last_call_timer <= 0) {
+    } else if (joined >= o->nnodes_min && cs->tr.last_call_timer <= 0) {
         log_info("%d of %d-%d nodes here: starting in %d ms unless more join", joined, o->nnodes_min, o->nnodes,
                  CS_LAST_CALL_MS);
         coord_transport_last_call(cs, CS_LAST_CALL_MS);

@@ -9,36 +9,36 @@
 #include "log.h"
 #include "mon_json.h"
 
-/* The place of rank's summary in cs->health, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
+/* The place of rank's summary in cs->health.sum, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
  * cost billions of comparisons). */
 static int s_at(coord_server_t *cs, int rank)
 {
-    return rank < cs->health_nat && cs->health_at[rank] > 0 ? cs->health_at[rank] - 1 : -1;
+    return rank < cs->health.nat && cs->health.at[rank] > 0 ? cs->health.at[rank] - 1 : -1;
 }
 
 static int s_index(coord_server_t *cs, int rank, int k)
 {
-    if (rank >= cs->health_nat) {
-        int n = cs->health_nat ? cs->health_nat : 256;
+    if (rank >= cs->health.nat) {
+        int n = cs->health.nat ? cs->health.nat : 256;
         while (n <= rank)
             n *= 2;
-        int *at = realloc(cs->health_at, (size_t)n * sizeof *at);
+        int *at = realloc(cs->health.at, (size_t)n * sizeof *at);
         if (!at)
             return -1;
-        memset(at + cs->health_nat, 0, (size_t)(n - cs->health_nat) * sizeof *at);
-        cs->health_at = at;
-        cs->health_nat = n;
+        memset(at + cs->health.nat, 0, (size_t)(n - cs->health.nat) * sizeof *at);
+        cs->health.at = at;
+        cs->health.nat = n;
     }
-    cs->health_at[rank] = k + 1;
+    cs->health.at[rank] = k + 1;
     return 0;
 }
 
 /* The first few refused reports are logged, the rest counted (a node gets no log line per frame). */
 static void s_refused(coord_server_t *cs, const struct peer *p, const char *what, int rank)
 {
-    if (++cs->health_bad <= 3)
+    if (++cs->health.bad <= 3)
         log_warn("node %d (%s): health report%s dropped: %s%s", p->node_rank, p->host, rank >= 0 ? " of a rank" : "",
-                 what, cs->health_bad == 3 ? " (further ones are not logged)" : "");
+                 what, cs->health.bad == 3 ? " (further ones are not logged)" : "");
 }
 
 int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
@@ -59,20 +59,20 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
         }
         int k = s_at(cs, in[i].rank);
         if (k < 0) {
-            k = cs->nhealth;
-            if (cs->nhealth == cs->health_cap) {
-                int cap = cs->health_cap ? 2 * cs->health_cap : 64;
-                struct mon_rank_summary *h = realloc(cs->health, (size_t)cap * sizeof *h);
+            k = cs->health.n;
+            if (cs->health.n == cs->health.cap) {
+                int cap = cs->health.cap ? 2 * cs->health.cap : 64;
+                struct mon_rank_summary *h = realloc(cs->health.sum, (size_t)cap * sizeof *h);
                 if (!h)
                     break;
-                cs->health = h;
-                cs->health_cap = cap;
+                cs->health.sum = h;
+                cs->health.cap = cap;
             }
             if (s_index(cs, in[i].rank, k) < 0)
                 break;
-            cs->nhealth++;
+            cs->health.n++;
         }
-        cs->health[k] = in[i];
+        cs->health.sum[k] = in[i];
     }
     free(in);
     return 0;
@@ -88,24 +88,32 @@ int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
 {
     const struct mon_thresh *th = &cs->job->mon_thresh;
     buf[0] = '\0';
-    if (cs->nhealth == 0) {
+    if (cs->health.n == 0) {
         if (cs->steplag[0])
             snprintf(buf, cap, "plaunch: ===== health: step rates =====\n%s", cs->steplag);
         return cs->steplag[0] != '\0';
     }
-    qsort(cs->health, (size_t)cs->nhealth, sizeof *cs->health, s_by_rank);
-    for (int i = 0; i < cs->nhealth; i++) /* the index follows the sort (reports may still come) */
-        cs->health_at[cs->health[i].rank] = i + 1;
-    int max = 4 * cs->nhealth + 16;
+    qsort(cs->health.sum, (size_t)cs->health.n, sizeof *cs->health.sum, s_by_rank);
+    for (int i = 0; i < cs->health.n; i++) /* the index follows the sort (reports may still come) */
+        cs->health.at[cs->health.sum[i].rank] = i + 1;
+    int max = 4 * cs->health.n + 16;
     struct mon_finding *f = calloc((size_t)max, sizeof *f);
-    int nf = f ? mon_diag_job(cs->health, cs->nhealth, th, f, max) : 0;
-    mon_diag_block(cs->health, cs->nhealth, th, f, nf, buf, cap);
+    int nf = f ? mon_diag_job(cs->health.sum, cs->health.n, th, f, max) : 0;
+    mon_diag_block(cs->health.sum, cs->health.n, th, f, nf, buf, cap);
     free(f);
     size_t len = strlen(buf);
     if (cs->steplag[0] && len + strlen(cs->steplag) < cap) /* the step-rate stragglers (coord_hang.c) */
         memcpy(buf + len, cs->steplag, strlen(cs->steplag) + 1);
     int judged = 0;
-    for (int i = 0; i < cs->nhealth && !judged; i++)
-        judged = cs->health[i].steady_s >= th->min_steady_s;
+    for (int i = 0; i < cs->health.n && !judged; i++)
+        judged = cs->health.sum[i].steady_s >= th->min_steady_s;
     return nf > 0 || judged || cs->steplag[0];
+}
+
+void coord_health_free(coord_server_t *cs)
+{
+    free(cs->health.sum);
+    free(cs->health.at);
+    cs->health.sum = NULL;
+    cs->health.at = NULL;
 }

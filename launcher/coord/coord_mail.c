@@ -1,6 +1,6 @@
 /* coord_mail: the in-process agent's mail, both ways: encoded messages queued and delivered from the loop by a
  * zero-delay timer, so that neither side's handler ever runs inside the other's (docs/design.md, "One code path for
- * one node or many"). Below coord_transport.c; calls up only through cs->local and cs->ev. */
+ * one node or many"). Below coord_transport.c; calls up only through cs->local and cs->tr.ev. */
 #include "coord_priv.h"
 
 #include <stdlib.h>
@@ -20,25 +20,25 @@ int coord_mail_post(coord_server_t *cs, int to_agent, const void *buf, size_t le
     mail->to_agent = to_agent;
     mail->len = len;
     memcpy(mail->data, buf, len);
-    if (cs->mail_tail)
-        cs->mail_tail->next = mail;
+    if (cs->tr.mail_tail)
+        cs->tr.mail_tail->next = mail;
     else
-        cs->mail_head = mail;
-    cs->mail_tail = mail;
-    if (cs->mail_timer <= 0)
-        cs->mail_timer = loop_timer_after_ms(cs->loop, 0, s_on_mail, cs);
+        cs->tr.mail_head = mail;
+    cs->tr.mail_tail = mail;
+    if (cs->tr.mail_timer <= 0)
+        cs->tr.mail_timer = loop_timer_after_ms(cs->loop, 0, s_on_mail, cs);
     return 0;
 }
 
 static int s_on_mail(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
-    cs->mail_timer = 0;
+    cs->tr.mail_timer = 0;
     struct local_mail *mail;
-    while ((mail = cs->mail_head) != NULL) {
-        cs->mail_head = mail->next;
-        if (!cs->mail_head)
-            cs->mail_tail = NULL;
+    while ((mail = cs->tr.mail_head) != NULL) {
+        cs->tr.mail_head = mail->next;
+        if (!cs->tr.mail_head)
+            cs->tr.mail_tail = NULL;
         char err[256];
         wire_msg_t *m = wire_decode(mail->data, mail->len, mail->to_agent ? WIRE_TO_AGENT : WIRE_TO_COORD, err,
                                     sizeof err);
@@ -46,7 +46,7 @@ static int s_on_mail(loop_t *loop, int id, void *arg)
             cs->local(cs->local_arg, m);
         } else if (m) {
             cs->peers[0].last_heard_ns = loop_now_ns();
-            cs->ev.on_message(cs, 0, m);
+            cs->tr.ev.on_message(cs, 0, m);
         } else {
             log_error("in-process message refused: %s", err);
         }
@@ -58,15 +58,15 @@ static int s_on_mail(loop_t *loop, int id, void *arg)
 
 void coord_mail_free(coord_server_t *cs)
 {
-    if (cs->mail_timer > 0)
-        loop_timer_cancel(cs->loop, cs->mail_timer);
-    cs->mail_timer = 0;
-    while (cs->mail_head) {
-        struct local_mail *next = cs->mail_head->next;
-        free(cs->mail_head);
-        cs->mail_head = next;
+    if (cs->tr.mail_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.mail_timer);
+    cs->tr.mail_timer = 0;
+    while (cs->tr.mail_head) {
+        struct local_mail *next = cs->tr.mail_head->next;
+        free(cs->tr.mail_head);
+        cs->tr.mail_head = next;
     }
-    cs->mail_tail = NULL;
+    cs->tr.mail_tail = NULL;
 }
 
 int coord_mail_post_local(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)

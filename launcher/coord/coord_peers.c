@@ -47,7 +47,7 @@ static void s_index_rid(coord_server_t *cs, int peer)
 int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len)
 {
     struct s_rid r = { cs, rid, len };
-    int i = cs->guard ? conn_guard_tag(cs->guard, fd) : -1;
+    int i = cs->tr.guard ? conn_guard_tag(cs->tr.guard, fd) : -1;
     if (i >= 1 && i < cs->npeers && s_is(&cs->peers[i], rid, len))
         return i; /* the session of the connection the frame came on: nearly always */
     /* a new connection, or a frame of one that is over, whose number another one took */
@@ -87,22 +87,42 @@ int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, in
     p->joined_gen = -1;
     p->req_rank = -1;
     p->last_heard_ns = loop_now_ns();
-    snprintf(p->from, sizeof p->from, "%s", cs->guard ? conn_guard_addr(cs->guard, fd) : "?");
+    snprintf(p->from, sizeof p->from, "%s", cs->tr.guard ? conn_guard_addr(cs->tr.guard, fd) : "?");
     s_index_rid(cs, i);
     return i;
 }
 
+int coord_peers_init(coord_server_t *cs)
+{
+    if (!(cs->peers = calloc(1, sizeof *cs->peers)))
+        return -1;
+    cs->npeers = 1;
+    cs->cap = 1;
+    cs->peers[0] = (struct peer){ .used = 1, .local = 1, .node_rank = -1, .joined_gen = -1, .req_rank = -1 };
+    snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
+    return 0;
+}
+
+void coord_peers_free(coord_server_t *cs)
+{
+    if (cs->peers)
+        free(cs->peers[0].ports);
+    free(cs->peers);
+    cs->peers = NULL;
+    hindex_free(&cs->rids);
+}
+
 int coord_peers_flush(coord_server_t *cs, struct peer *p)
 {
-    return conn_router_flush(cs->router, p->rid, p->rid_len, p->ch, cs->frame);
+    return conn_router_flush(cs->tr.router, p->rid, p->rid_len, p->ch, cs->tr.frame);
 }
 
 /* Unties the peer from its connection (the connection may already carry another session). */
 static void s_untag(coord_server_t *cs, int peer)
 {
     struct peer *p = &cs->peers[peer];
-    if (cs->guard && p->fd >= 0 && conn_guard_tag(cs->guard, p->fd) == peer)
-        conn_guard_set_tag(cs->guard, p->fd, -1);
+    if (cs->tr.guard && p->fd >= 0 && conn_guard_tag(cs->tr.guard, p->fd) == peer)
+        conn_guard_set_tag(cs->tr.guard, p->fd, -1);
     p->fd = -1;
 }
 
@@ -176,8 +196,8 @@ void coord_peers_move(coord_server_t *cs, int from, int to)
     if (from < cs->free_hint)
         cs->free_hint = from;
     o->fd = fd;
-    if (cs->guard && fd >= 0)
-        conn_guard_set_tag(cs->guard, fd, to);
+    if (cs->tr.guard && fd >= 0)
+        conn_guard_set_tag(cs->tr.guard, fd, to);
 }
 
 void coord_peers_drop(coord_server_t *cs, int peer, const char *why)
@@ -195,7 +215,7 @@ void coord_peers_drop(coord_server_t *cs, int peer, const char *why)
     if (r) /* its relay ends the session, after what was queued for it */
         coord_via_queue(cs, r, p->handle, PLAUNCH__RELAY_ITEM__EVENT__DROP, NULL, 0, 0);
     int fd = p->fd;
-    if (cs->guard && fd >= 0 && conn_guard_tag(cs->guard, fd) == peer)
-        conn_guard_refuse(cs->guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
+    if (cs->tr.guard && fd >= 0 && conn_guard_tag(cs->tr.guard, fd) == peer)
+        conn_guard_refuse(cs->tr.guard, fd); /* closed once the last message (a REFUSE, an alert) has left */
     coord_peers_release(cs, peer);
 }

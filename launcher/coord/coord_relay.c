@@ -1,7 +1,7 @@
 /* coord_relay: the fan-out tree of a job of many nodes: the first members to join directly are asked to relay
  * (RELAY_START), later newcomers are sent to the least loaded ready relay (REDIRECT), and what relays carry up
  * (RELAYED: their nodes' sessions opening and ending, their messages, their silence) reaches the membership logic
- * as if those nodes had their own sessions. Calls up only through cs->ev. docs/design.md, "The fan-out tree". */
+ * as if those nodes had their own sessions. Calls up only through cs->tr.ev. docs/design.md, "The fan-out tree". */
 #include "coord_priv.h"
 
 #include <stdio.h>
@@ -24,54 +24,12 @@ static int s_isqrt_up(int n)
     return k;
 }
 
-/* Bytes to a relay member's own session (this floor is below coord_transport.c: its sends are not for us). */
-static void s_send(coord_server_t *cs, int peer, const void *buf, size_t len)
-{
-    struct peer *p = peer >= 1 ? &cs->peers[peer] : NULL;
-    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
-        coord_peers_flush(cs, p);
-}
-
-static void s_flush(coord_server_t *cs, struct crelay *r)
-{
-    int failed = 0;
-    size_t len = 0;
-    void *buf = coord_via_take(cs, r, &len, &failed);
-    if (failed) {
-        cs->ev.fatal(cs, "the coordinator cannot encode what a relay must carry (out of memory?)");
-        return;
-    }
-    s_send(cs, r->peer, buf, len);
-    free(buf);
-}
-
-static int s_flush_tick(loop_t *loop, int id, void *arg)
-{
-    coord_server_t *cs = arg;
-    cs->tree.flush_timer = 0;
-    for (int i = 0; i < cs->tree.nrelays; i++)
-        if (cs->tree.relays[i].nout)
-            s_flush(cs, &cs->tree.relays[i]);
-    return 0;
-}
-
-/* coord_via.c's queue for r has something: it leaves at the end of this turn of the loop, so that a broadcast to
- * every node goes to each relay once; or now, when the queue is full. */
-static void s_pending(coord_server_t *cs, struct crelay *r, int urgent)
-{
-    if (urgent)
-        s_flush(cs, r);
-    else if (cs->tree.flush_timer <= 0)
-        cs->tree.flush_timer = loop_timer_after_ms(cs->loop, 0, s_flush_tick, cs);
-}
-
 void coord_relay_init(coord_server_t *cs)
 {
     struct coord_tree *t = &cs->tree;
     const struct opts *o = &cs->job->opt;
     int n = o->nnodes, k = o->relay_fanout;
-    t->pending = s_pending;
-    if (!cs->tls || !cs->router || k == 0 || (k < 0 && n <= CR_AUTO_FROM))
+    if (!cs->tls || !cs->tr.router || k == 0 || (k < 0 && n <= CR_AUTO_FROM))
         return;
     if (k < 0)
         k = s_isqrt_up(n);
@@ -88,8 +46,6 @@ void coord_relay_init(coord_server_t *cs)
 void coord_relay_free(coord_server_t *cs)
 {
     struct coord_tree *t = &cs->tree;
-    if (t->flush_timer > 0)
-        loop_timer_cancel(cs->loop, t->flush_timer);
     if (t->resv_timer > 0)
         loop_timer_cancel(cs->loop, t->resv_timer);
     if (t->redirects)
@@ -144,7 +100,7 @@ static void s_resv_end(coord_server_t *cs, struct coord_resv *e, int unused)
     if (!unused)
         return;
     t->released++;
-    peerlog_warn(cs->plog, &PL_UNUSED, e->from, "released a REDIRECT of %s to relay %s: no session opened there "
+    peerlog_warn(cs->tr.plog, &PL_UNUSED, e->from, "released a REDIRECT of %s to relay %s: no session opened there "
                  "within %d s (%ld of %ld REDIRECTs unused so far)", e->from, r->endpoint, CR_RESV_MS / 1000,
                  t->released, t->redirects);
 }
@@ -229,13 +185,13 @@ int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size
     struct crelay *best = NULL;
     if (!t->want || s_asks_direct(rid, rid_len) || t->direct_left > 0) /* relays: the first to join directly */
         return 0;
-    const char *from = conn_guard_addr(cs->guard, fd);
+    const char *from = conn_guard_addr(cs->tr.guard, fd);
     s_resv_expire(cs);
     struct coord_resv *again = s_resv_find(t, from, -1);
     if (again) { /* one reservation per address: a node that asks again holds one, and so does a flood */
         s_resv_end(cs, again, 0);
         t->released++;
-        peerlog_warn(cs->plog, &PL_AGAIN, from, "%s asked again before a session opened where its REDIRECT sent "
+        peerlog_warn(cs->tr.plog, &PL_AGAIN, from, "%s asked again before a session opened where its REDIRECT sent "
                      "it (%ld REDIRECTs so far)", from, t->redirects + 1);
     }
     for (int i = 0; i < t->nrelays; i++) {
@@ -253,12 +209,12 @@ int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size
     rd.endpoint = best->endpoint;
     wire_init(&m, cs->job_id, cs->generation, WIRE_REDIRECT, &rd);
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
-    if (n > 0 && zmq_send(cs->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len &&
-        zmq_send(cs->router, buf, (size_t)n, ZMQ_DONTWAIT) == n) {
+    if (n > 0 && zmq_send(cs->tr.router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) == (int)rid_len &&
+        zmq_send(cs->tr.router, buf, (size_t)n, ZMQ_DONTWAIT) == n) {
         t->redirects++;
         s_resv_add(cs, (int)(best - t->relays), from);
     }
-    conn_guard_refuse(cs->guard, fd); /* it leaves for its relay; closed after a linger or at its next frame */
+    conn_guard_refuse(cs->tr.guard, fd); /* it leaves for its relay; closed after a linger or at its next frame */
     return 1;
 }
 
@@ -300,7 +256,7 @@ void coord_relay_consider(coord_server_t *cs, int peer)
     t->asked++;
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     if (n > 0)
-        s_send(cs, peer, buf, (size_t)n);
+        coord_via_send(cs, peer, buf, (size_t)n);
 }
 
 /* ---- what relays carry up ------------------------------------------------------------------------------------- */
@@ -378,7 +334,7 @@ static void s_message(coord_server_t *cs, int v, const ProtobufCBinaryData *payl
         return;
     }
     cs->peers[v].last_heard_ns = loop_now_ns();
-    cs->ev.on_message(cs, v, m);
+    cs->tr.ev.on_message(cs, v, m);
     wire_free(&m);
 }
 
@@ -410,7 +366,7 @@ static void s_relayed(coord_server_t *cs, int relay, const Plaunch__Relayed *rel
             r->load -= r->load > 0;
             cs->peers[v].vclosed = 1;
             snprintf(why, sizeof why, "%s (its relay, %s, says)", it->text, cs->peers[relay].host);
-            cs->ev.peer_lost(cs, v, why);
+            cs->tr.ev.peer_lost(cs, v, why);
             break;
         default:
             break;
@@ -437,7 +393,7 @@ void coord_relay_in(coord_server_t *cs, int peer, const wire_msg_t *m)
 int coord_relay_send(coord_server_t *cs, int peer, const void *buf, size_t len, int watch)
 {
     if (len > WIRE_MAX_RELAYED) {
-        cs->ev.fatal(cs, "the coordinator has a message too big for a relay to carry");
+        cs->tr.ev.fatal(cs, "the coordinator has a message too big for a relay to carry");
         return -1;
     }
     const struct peer *p = &cs->peers[peer];
@@ -451,7 +407,7 @@ void coord_relay_flush(coord_server_t *cs, int peer)
 {
     const struct peer *p = &cs->peers[peer];
     if (p->relay >= 1 && p->relay <= cs->tree.nrelays && cs->tree.relays[p->relay - 1].nout)
-        s_flush(cs, &cs->tree.relays[p->relay - 1]);
+        coord_via_flush(cs, &cs->tree.relays[p->relay - 1]);
 }
 
 void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why)
@@ -482,7 +438,7 @@ void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why)
         n++;
         c->vclosed = 1;
         if (lost && c->st == PS_MEMBER)
-            cs->ev.peer_lost(cs, i, text);
+            cs->tr.ev.peer_lost(cs, i, text);
         else
             s_closed(cs, i, text);
     }

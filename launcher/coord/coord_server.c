@@ -2,9 +2,13 @@
  * floors above it (membership, endings), so that the transport never calls them by name. */
 #include "coord_priv.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "log.h"
 
 static void s_fatal(coord_server_t *cs, const char *text)
 {
@@ -19,25 +23,63 @@ static const struct coord_events s_events = {
     .fatal = s_fatal,
 };
 
+/* Each component sets up its own part of the coordinator, in the order they depend on each other. */
 coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
                                  tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen)
 {
-    coord_server_t *cs = coord_transport_new(job, loop, zctx, endpoint, tls, local, local_arg, &s_events, err,
-                                             errlen);
-    if (cs)
-        coord_verdict_init(&cs->verdict, job->opt.max_restarts);
-    if (cs && coord_hang_start(cs) < 0) {
+    coord_server_t *cs = calloc(1, sizeof *cs);
+    if (!cs) {
         snprintf(err, errlen, "out of memory");
-        coord_transport_destroy(&cs);
+        return NULL;
+    }
+    cs->job = job;
+    cs->loop = loop;
+    cs->zctx = zctx;
+    cs->tls = tls;
+    cs->local = local;
+    cs->local_arg = local_arg;
+    snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
+    cs->wait_for_more = 1;
+    coord_verdict_init(&cs->verdict, job->opt.max_restarts);
+    if (coord_peers_init(cs) < 0 || !(cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)coord_transport_send,
+                                                            cs))) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
+    }
+    if (coord_transport_open(cs, endpoint, &s_events, err, errlen) < 0)
+        goto error;
+    if (endpoint) {
+        coord_relay_init(cs);
+        coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
+        log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint, tls ? "TLS 1.3" : "PLAINTEXT",
+                 job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
+    }
+    if (coord_hang_start(cs) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto error;
     }
     return cs;
+error:;
+    int e = errno;
+    coord_server_destroy(&cs);
+    errno = e;
+    return NULL;
 }
 
-void coord_server_destroy(coord_server_t **cs)
+void coord_server_destroy(coord_server_t **pcs)
 {
-    if (cs && *cs)
-        coord_hang_destroy(*cs);
-    coord_transport_destroy(cs);
+    if (!pcs || !*pcs)
+        return;
+    coord_server_t *cs = *pcs;
+    coord_hang_destroy(cs);
+    coord_transport_close(cs); /* every session ends first: close_notify, DROPs to relays */
+    coord_relay_free(cs);
+    coord_destroy(&cs->coord);
+    coord_members_free(cs);
+    coord_peers_free(cs);
+    coord_health_free(cs);
+    free(cs);
+    *pcs = NULL;
 }
 
 void coord_server_local_hello(coord_server_t *cs)

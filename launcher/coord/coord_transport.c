@@ -30,7 +30,7 @@ void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, 
         char text[1024];
         snprintf(text, sizeof text, "the coordinator cannot encode %s for %s: %s", wire_type_name(m->body_case),
                  !p ? "every node" : p->local ? "this node" : p->host[0] ? p->host : p->from, err);
-        cs->ev.fatal(cs, text);
+        cs->tr.ev.fatal(cs, text);
     }
     return buf;
 }
@@ -49,8 +49,8 @@ static int s_send(coord_server_t *cs, int peer, const void *buf, size_t len, int
     } else if (p->local) {
         rc = coord_mail_post(cs, 1, buf, len);
     } else if (!cs->tls) {
-        rc = zmq_send(cs->router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-                     zmq_send(cs->router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+        rc = zmq_send(cs->tr.router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+                     zmq_send(cs->tr.router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
     } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
         rc = -1;
     } else {
@@ -105,7 +105,7 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     if (m->body_case == WIRE_RELAY_READY || m->body_case == WIRE_RELAYED)
         coord_relay_in(cs, peer, m); /* a relay's, and its nodes' */
     else
-        cs->ev.on_message(cs, peer, m);
+        cs->tr.ev.on_message(cs, peer, m);
     wire_free(&m);
 }
 
@@ -114,18 +114,18 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
 static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, const void *data, size_t len)
 {
     struct peer *p = &cs->peers[peer];
-    const char *addr = conn_guard_addr(cs->guard, fd);
+    const char *addr = conn_guard_addr(cs->tr.guard, fd);
     int failed = tls_chan_feed(p->ch, data, len) < 0;
     if (coord_peers_flush(cs, p) < 0 && errno == EHOSTUNREACH && first) { /* the alert tells the agent why */
         coord_peers_release(cs, peer); /* no route back: the frame came from a connection that is over */
-        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
+        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
         return;
     }
     if (first)
-        conn_guard_set_tag(cs->guard, fd, peer);
+        conn_guard_set_tag(cs->tr.guard, fd, peer);
     if (failed) {
         if (p->st == PS_HANDSHAKE)
-            peerlog_warn(cs->plog, &PL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
+            peerlog_warn(cs->tr.plog, &PL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
         else
             log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
                      tls_chan_error(p->ch));
@@ -139,7 +139,7 @@ static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, 
     }
     if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
         log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
-        conn_guard_trust(cs->guard, fd);
+        conn_guard_trust(cs->tr.guard, fd);
         p->direct_slot = 0; /* its place among the nodes taken directly is spent for good */
         coord_transport_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
     }
@@ -157,25 +157,25 @@ static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, 
 {
     if (coord_relay_route(cs, fd, rid, rid_len)) /* sent to a relay */
         return;
-    int moved = conn_guard_pending(cs->guard, fd), peer;
+    int moved = conn_guard_pending(cs->tr.guard, fd), peer;
     if (moved == 2) { /* every handshake slot is taken: it waits its turn */
         if (coord_admit_push(cs, fd, rid, rid_len, data, len) < 0)
-            conn_guard_close(cs->guard, fd, CONN_HANDSHAKES);
+            conn_guard_close(cs->tr.guard, fd, CONN_HANDSHAKES);
         return;
     }
     if (moved < 0) /* no live connection */
         return;
     if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
-        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->guard, fd));
+        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->tr.guard, fd));
         if (peer >= 0)
             coord_peers_release(cs, peer);
-        conn_guard_close(cs->guard, fd, CONN_REFUSAL);
+        conn_guard_close(cs->tr.guard, fd, CONN_REFUSAL);
         return;
     }
     coord_relay_direct(cs, peer);
     s_on_session_frame(cs, fd, peer, 1, data, len);
-    if (moved && !cs->peers[peer].used && conn_guard_tag(cs->guard, fd) < 0)
-        conn_guard_unpend(cs->guard, fd); /* it was not this connection's handshake */
+    if (moved && !cs->peers[peer].used && conn_guard_tag(cs->tr.guard, fd) < 0)
+        conn_guard_unpend(cs->tr.guard, fd); /* it was not this connection's handshake */
 }
 
 /* A frame whose routing id has no session: the first of a connection, or one that a connection sent before it
@@ -185,32 +185,32 @@ static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid,
 {
     const char *addr;
     coord_conns_drain_monitor(cs);
-    enum conn_state st = conn_guard_lookup(cs->guard, fd, 1, &addr);
+    enum conn_state st = conn_guard_lookup(cs->tr.guard, fd, 1, &addr);
     const unsigned char *b = data;
     if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
         if (st == CONN_REFUSED)
-            conn_guard_close(cs->guard, fd, CONN_REFUSAL);
-        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
+            conn_guard_close(cs->tr.guard, fd, CONN_REFUSAL);
+        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
     } else if (!cs->tls) { /* plaintext (--insecure): every peer is taken in */
         int peer = coord_peers_new(cs, rid, rid_len, fd);
         if (peer >= 0 && coord_transport_hello(cs, peer) < 0) {
             coord_peers_release(cs, peer); /* no route back: a frame of a connection that is over */
         } else if (peer >= 0) {
-            conn_guard_set_tag(cs->guard, fd, peer);
-            conn_guard_trust(cs->guard, fd);
+            conn_guard_set_tag(cs->tr.guard, fd, peer);
+            conn_guard_trust(cs->tr.guard, fd);
             if (len > 0)
                 s_on_message(cs, peer, data, len);
         }
     } else if (tls_chan_is_client_hello(data, len)) {
         s_new_session(cs, fd, rid, rid_len, data, len);
     } else if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) {
-        peerlog_count(cs->plog, &PL_STALE, addr, 1); /* a session that is over, or an old socket reconnected */
+        peerlog_count(cs->tr.plog, &PL_STALE, addr, 1); /* a session that is over, or an old socket reconnected */
     } else if (coord_conns_refuse_plaintext(cs, rid, rid_len) == 0) { /* sent: the frame's connection is this live one */
-        peerlog_warn(cs->plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
+        peerlog_warn(cs->tr.plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
                      "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
-        conn_guard_refuse(cs->guard, fd);
+        conn_guard_refuse(cs->tr.guard, fd);
     } else {
-        peerlog_count(cs->plog, &PL_FRAMES, addr, 1);
+        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
     }
 }
 
@@ -222,8 +222,8 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
         s_on_new_frame(cs, fd, rid, rid_len, data, len);
         return;
     }
-    if (conn_guard_tag(cs->guard, fd) == peer)
-        conn_guard_active(cs->guard, fd);
+    if (conn_guard_tag(cs->tr.guard, fd) == peer)
+        conn_guard_active(cs->tr.guard, fd);
     if (!cs->tls) {
         if (len > 0)
             s_on_message(cs, peer, data, len);
@@ -247,11 +247,11 @@ static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, siz
 static void s_admit(coord_server_t *cs)
 {
     struct admit *a;
-    if (!cs->admit_head)
+    if (!cs->tr.admit_head)
         return;
     coord_conns_drain_monitor(cs);
     /* one sent to a relay takes no handshake slot: the queue moves on while relays have room */
-    while ((a = cs->admit_head) != NULL && (conn_guard_pending_room(cs->guard) || coord_relay_room(cs))) {
+    while ((a = cs->tr.admit_head) != NULL && (conn_guard_pending_room(cs->tr.guard) || coord_relay_room(cs))) {
         a = coord_admit_pop(cs);
         if (coord_admit_current(cs, a) && coord_peers_find(cs, a->fd, a->data, a->rid_len) < 0)
             s_new_session(cs, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
@@ -265,7 +265,7 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
     coord_conns_drain_monitor(cs); /* connections first: a frame's connection is then known */
     for (int budget = 0; budget < 1024; budget++) {
         zmq_msg_t rid, body;
-        int ok = zrouter_recv(cs->router, &rid, &body);
+        int ok = zrouter_recv(cs->tr.router, &rid, &body);
         if (ok < 0) {
             zmq_msg_close(&rid);
             zmq_msg_close(&body);
@@ -292,7 +292,7 @@ static void s_say_rendezvous(coord_server_t *cs, uint64_t now)
     char names[512] = "";
     size_t used = 0;
     int members = 0;
-    cs->said_ns = now;
+    cs->tr.said_ns = now;
     for (int i = 0; i < cs->npeers; i++) {
         const struct peer *p = &cs->peers[i];
         if (!p->used || p->st != PS_MEMBER)
@@ -303,7 +303,7 @@ static void s_say_rendezvous(coord_server_t *cs, uint64_t now)
     }
     log_warn("waiting for nodes: %d of %d joined%s%s%s (%.0f s of --rdzv-timeout %g s)", members,
              o->nnodes_min < o->nnodes ? o->nnodes_min : o->nnodes, members ? " (" : "", names, members ? ")" : "",
-             (double)(now - cs->started_ns) / 1e9, o->rdzv_timeout);
+             (double)(now - cs->tr.started_ns) / 1e9, o->rdzv_timeout);
 }
 
 static int s_hb_tick(loop_t *loop, int id, void *arg)
@@ -314,11 +314,11 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     uint64_t unassigned = (uint64_t)((o->rdzv_timeout + o->heartbeat_timeout) * 1e9);
     unsigned char hbuf[128];
     ssize_t hlen = -1;
-    if (heartbeat_due(&cs->hb, now)) { /* one encoding per round: the same heartbeat (its number) to every node */
+    if (heartbeat_due(&cs->tr.hb, now)) { /* one encoding per round: the same heartbeat (its number) to every node */
         Plaunch__Heartbeat hb;
         wire_msg_t m;
         char err[128];
-        heartbeat_msg(&cs->hb, &hb, &m, cs->job_id, cs->generation);
+        heartbeat_msg(&cs->tr.hb, &hb, &m, cs->job_id, cs->generation);
         hlen = wire_encode(&m, hbuf, sizeof hbuf, err, sizeof err);
     }
     for (int i = 1; i < cs->npeers; i++) {
@@ -328,12 +328,12 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         /* During the first rendezvous nobody is lost by heartbeat: with hundreds of agents starting on a few
          * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
          * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
-        if (cs->state != CS_RENDEZVOUS && heartbeat_silent(&cs->hb, p->last_heard_ns, now,
+        if (cs->state != CS_RENDEZVOUS && heartbeat_silent(&cs->tr.hb, p->last_heard_ns, now,
                                                             p->node_rank >= 0 ? 0 : unassigned)) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
-            cs->ev.peer_lost(cs, i, why);
+            cs->tr.ev.peer_lost(cs, i, why);
             continue;
         }
         /* A node without an ASSIGN yet does not watch the coordinator's heartbeats (its --rdzv-timeout bounds
@@ -341,154 +341,115 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         if (hlen > 0 && p->node_rank >= 0 && !p->via)
             coord_transport_send_encoded(cs, i, hbuf, (size_t)hlen);
     }
-    if (cs->state == CS_RENDEZVOUS && now - cs->said_ns >= CS_SAY_NS)
+    if (cs->state == CS_RENDEZVOUS && now - cs->tr.said_ns >= CS_SAY_NS)
         s_say_rendezvous(cs, now);
     /* closes to take in; slots freed by handshakes that ended without a frame (closed, past their deadline) */
-    s_on_router(loop, -1, cs->router, 0, cs);
+    s_on_router(loop, -1, cs->tr.router, 0, cs);
     if (cs->state != CS_DONE)
-        cs->hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), s_hb_tick, cs);
+        cs->tr.hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), s_hb_tick, cs);
     return 0;
 }
 
 static int s_rdzv_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
-    if (id != cs->rdzv_timer)
+    if (id != cs->tr.rdzv_timer)
         return 0;
-    cs->rdzv_timer = 0;
+    cs->tr.rdzv_timer = 0;
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING)
-        cs->ev.rendezvous_timeout(cs);
+        cs->tr.ev.rendezvous_timeout(cs);
     return 0;
 }
 
 void coord_transport_rendezvous_deadline(coord_server_t *cs, double seconds)
 {
-    if (cs->rdzv_timer > 0)
-        loop_timer_cancel(cs->loop, cs->rdzv_timer);
-    cs->rdzv_timer = seconds > 0 ? loop_timer_after_ms(cs->loop, (int64_t)(seconds * 1000), s_rdzv_tick, cs) : 0;
+    if (cs->tr.rdzv_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.rdzv_timer);
+    cs->tr.rdzv_timer = seconds > 0 ? loop_timer_after_ms(cs->loop, (int64_t)(seconds * 1000), s_rdzv_tick, cs) : 0;
 }
 
 static int s_last_call_tick(loop_t *loop, int id, void *arg)
 {
     coord_server_t *cs = arg;
-    if (id == cs->last_call_timer) {
-        cs->last_call_timer = 0;
-        cs->ev.last_call(cs);
+    if (id == cs->tr.last_call_timer) {
+        cs->tr.last_call_timer = 0;
+        cs->tr.ev.last_call(cs);
     }
     return 0;
 }
 
 void coord_transport_last_call(coord_server_t *cs, int ms)
 {
-    if (cs->last_call_timer > 0)
-        loop_timer_cancel(cs->loop, cs->last_call_timer);
-    cs->last_call_timer = ms >= 0 ? loop_timer_after_ms(cs->loop, ms, s_last_call_tick, cs) : 0;
+    if (cs->tr.last_call_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.last_call_timer);
+    cs->tr.last_call_timer = ms >= 0 ? loop_timer_after_ms(cs->loop, ms, s_last_call_tick, cs) : 0;
 }
 
 /* ---- life cycle ------------------------------------------------------------------------------------ */
 
-coord_server_t *coord_transport_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
-                                    tls_ctx_t *tls, coord_local_fn local, void *local_arg,
-                                    const struct coord_events *ev, char *err, size_t errlen)
+int coord_transport_open(coord_server_t *cs, const char *endpoint, const struct coord_events *ev, char *err,
+                         size_t errlen)
 {
-    coord_server_t *cs = calloc(1, sizeof *cs);
     int zero = 0, one = 1;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
-    if (!cs || !(cs->frame = malloc(TLS_CHAN_FRAME_MAX)) || !(cs->peers = calloc(1, sizeof *cs->peers))) {
+    cs->tr.ev = *ev;
+    if (!endpoint) /* one node: the agent of this process is the only member; nothing listens */
+        return 0;
+    if (!(cs->tr.frame = malloc(TLS_CHAN_FRAME_MAX))) {
         snprintf(err, errlen, "out of memory");
-        goto error;
+        return -1;
     }
-    cs->job = job;
-    cs->loop = loop;
-    cs->zctx = zctx;
-    cs->tls = tls;
-    cs->local = local;
-    cs->local_arg = local_arg;
-    cs->npeers = 1;
-    cs->cap = 1;
-    cs->peers[0] = (struct peer){ .used = 1, .local = 1, .node_rank = -1, .joined_gen = -1, .req_rank = -1 };
-    snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
-    snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
-    cs->ev = *ev;
-    cs->wait_for_more = 1;
-    cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)coord_transport_send, cs);
-    if (!endpoint) { /* one node: the agent of this process is the only member; nothing listens */
-        if (!cs->coord) {
-            snprintf(err, errlen, "out of memory");
-            goto error;
-        }
-        return cs;
-    }
-    cs->router = zmq_socket(zctx, ZMQ_ROUTER);
-    if (!cs->coord || !cs->router || zmq_setsockopt(cs->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
-        zmq_setsockopt(cs->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
+    cs->tr.router = zmq_socket(cs->zctx, ZMQ_ROUTER);
+    if (!cs->tr.router || zmq_setsockopt(cs->tr.router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+        zmq_setsockopt(cs->tr.router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
         /* no high-water mark: a frame refused for a full queue would be a TLS record lost, the session broken (a
          * relay busy with its nodes fell behind so at 16,384 nodes); what waits is bounded by what this side sends */
-        zmq_setsockopt(cs->router, ZMQ_SNDHWM, &zero, sizeof zero) < 0 ||
-        zmq_setsockopt(cs->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0) {
+        zmq_setsockopt(cs->tr.router, ZMQ_SNDHWM, &zero, sizeof zero) < 0 ||
+        zmq_setsockopt(cs->tr.router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0) {
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
-        goto error;
+        return -1;
     }
     if (coord_conns_open(cs, s_on_router, err, errlen) < 0)
-        goto error;
-    if (zmq_bind(cs->router, endpoint) < 0) {
+        return -1;
+    if (zmq_bind(cs->tr.router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
                  errno == EADDRINUSE ? " (another job uses that port: pick another --master port)" : "");
-        goto error;
+        return -1;
     }
-    if (loop_add_socket(loop, cs->router, ZMQ_POLLIN, s_on_router, cs) < 0) {
+    if (loop_add_socket(cs->loop, cs->tr.router, ZMQ_POLLIN, s_on_router, cs) < 0) {
         snprintf(err, errlen, "event loop: %s", strerror(errno));
-        goto error;
+        return -1;
     }
-    coord_relay_init(cs);
-    cs->started_ns = cs->said_ns = loop_now_ns();
-    heartbeat_init(&cs->hb, job->opt.heartbeat, job->opt.heartbeat_timeout);
-    cs->hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(job->opt.heartbeat, job->opt.heartbeat_timeout),
-                                       s_hb_tick, cs);
-    coord_transport_rendezvous_deadline(cs, job->opt.rdzv_timeout);
-    log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint,
-             tls ? "TLS 1.3" : "PLAINTEXT", job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
-    return cs;
-error:;
-    int e = errno;
-    coord_transport_destroy(&cs);
-    errno = e;
-    return NULL;
+    const struct opts *o = &cs->job->opt;
+    cs->tr.started_ns = cs->tr.said_ns = loop_now_ns();
+    heartbeat_init(&cs->tr.hb, o->heartbeat, o->heartbeat_timeout);
+    cs->tr.hb_timer = loop_timer_after_ms(cs->loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), s_hb_tick,
+                                       cs);
+    return 0;
 }
 
-void coord_transport_destroy(coord_server_t **pcs)
+void coord_transport_close(coord_server_t *cs)
 {
-    if (!pcs || !*pcs)
-        return;
-    coord_server_t *cs = *pcs;
     for (int i = 1; cs->peers && i < cs->npeers; i++)
         coord_peers_drop(cs, i, NULL); /* close_notify to each */
-    if (cs->peers)
-        free(cs->peers[0].ports);
-    if (cs->hb_timer > 0)
-        loop_timer_cancel(cs->loop, cs->hb_timer);
-    if (cs->rdzv_timer > 0)
-        loop_timer_cancel(cs->loop, cs->rdzv_timer);
-    if (cs->last_call_timer > 0)
-        loop_timer_cancel(cs->loop, cs->last_call_timer);
+    if (cs->tr.hb_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.hb_timer);
+    if (cs->tr.rdzv_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.rdzv_timer);
+    if (cs->tr.last_call_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tr.last_call_timer);
+    cs->tr.hb_timer = cs->tr.rdzv_timer = cs->tr.last_call_timer = 0;
     coord_mail_free(cs);
-    if (cs->router) {
+    if (cs->tr.router) {
         int linger = 500; /* the last BYEs must leave before the process does */
-        zmq_setsockopt(cs->router, ZMQ_LINGER, &linger, sizeof linger);
-        loop_remove_socket(cs->loop, cs->router);
+        zmq_setsockopt(cs->tr.router, ZMQ_LINGER, &linger, sizeof linger);
+        loop_remove_socket(cs->loop, cs->tr.router);
     }
     coord_admit_free(cs);
-    coord_relay_free(cs);
     coord_conns_close(cs);
-    if (cs->router)
-        zmq_close(cs->router);
-    coord_destroy(&cs->coord);
-    coord_members_free(cs);
-    hindex_free(&cs->rids);
-    free(cs->peers);
-    free(cs->frame);
-    free(cs->health);
-    free(cs->health_at);
-    free(cs);
-    *pcs = NULL;
+    if (cs->tr.router)
+        zmq_close(cs->tr.router);
+    cs->tr.router = NULL;
+    free(cs->tr.frame);
+    cs->tr.frame = NULL;
 }

@@ -1,10 +1,12 @@
 /* coord_via: the nodes behind a relay: found by (relay, handle) through an index the caller validates, and what goes
- * down to each relay at its next flush (messages, the same bytes for several of its nodes in a row sent once, and
- * DROPs), encoded as one RELAYED. */
+ * down to each relay (messages, the same bytes for several of its nodes in a row sent once, and DROPs), encoded as
+ * one RELAYED and sent to the relay's own session at the end of the loop's turn, or at once when the queue is full. */
 #include "coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "conn_router.h"
 
 /* A RELAYED stays well inside WIRE_MAX_MSG: a queue this full is flushed before it takes more. */
 #define VIA_MAX_BYTES (WIRE_MAX_MSG - 8192)
@@ -94,6 +96,16 @@ static struct via_item *s_item_new(struct crelay *r, int event, const void *payl
     return it;
 }
 
+static int s_flush_tick(loop_t *loop, int id, void *arg);
+
+/* Something was queued: it leaves at the end of this turn of the loop, so that a broadcast to every node goes to
+ * each relay once. */
+static void s_soon(coord_server_t *cs)
+{
+    if (cs->tree.flush_timer <= 0)
+        cs->tree.flush_timer = loop_timer_after_ms(cs->loop, 0, s_flush_tick, cs);
+}
+
 int coord_via_queue(coord_server_t *cs, struct crelay *r, uint32_t handle, int event, const void *payload,
                     size_t len, int watch)
 {
@@ -102,7 +114,7 @@ int coord_via_queue(coord_server_t *cs, struct crelay *r, uint32_t handle, int e
                (!len || memcmp(it->payload, payload, len) == 0);
     size_t need = same ? VIA_HANDLE_BYTES : len + VIA_ITEM_BYTES + VIA_HANDLE_BYTES;
     if (r->nout >= WIRE_MAX_RELAY_ITEMS || r->bytes + need > VIA_MAX_BYTES) {
-        cs->tree.pending(cs, r, 1); /* flushed now: the queue is empty again */
+        coord_via_flush(cs, r); /* flushed now: the queue is empty again */
         same = 0;
     }
     if (!same && !(it = s_item_new(r, event, payload, len, watch)))
@@ -119,11 +131,13 @@ int coord_via_queue(coord_server_t *cs, struct crelay *r, uint32_t handle, int e
     r->bytes += VIA_HANDLE_BYTES;
     if (event == PLAUNCH__RELAY_ITEM__EVENT__DROP && r->load > 0)
         r->load--;
-    cs->tree.pending(cs, r, 0);
+    s_soon(cs);
     return 0;
 }
 
-void *coord_via_take(coord_server_t *cs, struct crelay *r, size_t *len, int *failed)
+/* The RELAYED for relay r encoded (caller frees), its queue emptied; NULL when nothing waits (or out of memory:
+ * *failed set). */
+static void *s_take(coord_server_t *cs, struct crelay *r, size_t *len, int *failed)
 {
     char err[256];
     void *buf = NULL;
@@ -158,6 +172,36 @@ void *coord_via_take(coord_server_t *cs, struct crelay *r, size_t *len, int *fai
     return buf;
 }
 
+void coord_via_send(coord_server_t *cs, int peer, const void *buf, size_t len)
+{
+    struct peer *p = peer >= 1 ? &cs->peers[peer] : NULL;
+    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
+        conn_router_flush(cs->tr.router, p->rid, p->rid_len, p->ch, cs->tr.frame);
+}
+
+void coord_via_flush(coord_server_t *cs, struct crelay *r)
+{
+    int failed = 0;
+    size_t len = 0;
+    void *buf = s_take(cs, r, &len, &failed);
+    if (failed) {
+        cs->tr.ev.fatal(cs, "the coordinator cannot encode what a relay must carry (out of memory?)");
+        return;
+    }
+    coord_via_send(cs, r->peer, buf, len);
+    free(buf);
+}
+
+static int s_flush_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    cs->tree.flush_timer = 0;
+    for (int i = 0; i < cs->tree.nrelays; i++)
+        if (cs->tree.relays[i].nout)
+            coord_via_flush(cs, &cs->tree.relays[i]);
+    return 0;
+}
+
 void coord_via_clear(struct crelay *r)
 {
     for (int i = 0; i < r->nout; i++)
@@ -177,6 +221,8 @@ void coord_via_forget(coord_server_t *cs, struct peer *p)
 
 void coord_via_free(coord_server_t *cs)
 {
+    if (cs->tree.flush_timer > 0)
+        loop_timer_cancel(cs->loop, cs->tree.flush_timer);
     for (int i = 0; i < cs->tree.nrelays; i++) {
         coord_via_clear(&cs->tree.relays[i]);
         free(cs->tree.relays[i].out);

@@ -1,0 +1,72 @@
+/* coord_peers: the coordinator's sessions, one per routing id, and what each peer is (coord_peers.c; below
+ * coord_transport.c, calls nothing above it). Private to launcher/coord/. */
+#ifndef PLAUNCH_COORD_PEERS_H
+#define PLAUNCH_COORD_PEERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coord_server.h"
+#include "tls_chan.h"
+#include "wire.h"
+
+#define CS_MAX_RID 256
+/* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
+ * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */
+#define CS_RECONNECT_GRACE_MS 250
+
+enum peer_state { PS_HANDSHAKE, PS_OPEN, PS_MEMBER, PS_GONE };
+
+struct peer {
+    int used;
+    int local;                  /* the agent of the coordinator's own node */
+    unsigned char rid[CS_MAX_RID];
+    size_t rid_len;
+    tls_chan_t *ch;             /* NULL in plaintext mode, for the local agent, and for a member whose session
+                                   broke (it keeps its membership until it rejoins or is lost) */
+    enum peer_state st;
+    int fd;                     /* its connection (ZMQ_SRCFD; conn_guard tags it with the peer's index); -1 none */
+    int grace_timer;            /* member whose connection closed: lost when this fires */
+    int reconnecting;           /* ... but a connection from its address came since: the heartbeat decides */
+    char from[80];              /* remote address */
+    uint64_t last_heard_ns;
+    /* from JOIN */
+    char host[WIRE_MAX_HOST + 1], addr[WIRE_MAX_HOST + 1];
+    uint32_t pid, nproc, master_port;
+    int req_rank;
+    uint32_t *ports;
+    /* behind a relay (coord_via.c): via is the relay's peer index (0: a direct session), handle its name for this
+     * node; vclosed: the relay said its session ended (or the relay's own did): it may come back, or be lost */
+    int via, vclosed;
+    uint32_t handle;
+    int relay;                  /* this member relays: its index in cs->tree.relays + 1; 0 none */
+    int direct_slot;            /* its handshake holds one of the tree's direct places (cs->tree.direct_left) until
+                                   it authenticates (spent) or its slot is released (given back) */
+    /* membership */
+    int node_rank;              /* in the current generation; -1 before ASSIGN */
+    int joined_gen;             /* generation it joined for; -1 none */
+    int byed, bye_status;
+};
+
+/* The table with the local agent's slot (peer 0); 0, or -1 out of memory. */
+int coord_peers_init(coord_server_t *cs);
+void coord_peers_free(coord_server_t *cs);
+/* The session of routing id rid (which came on fd), or -1. */
+int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
+/* A new session slot for rid; the caller tags the connection with it (conn_guard_set_tag) once it is sure the
+ * frame came from that connection. The index, or -1. */
+int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
+/* Sends every pending TLS record of the session as one frame each. 0, or -1 with errno (EHOSTUNREACH: its
+ * connection is gone). */
+int coord_peers_flush(coord_server_t *cs, struct peer *p);
+/* Ends the peer's session (close_notify) and forgets it; its connection is closed shortly, once a last message
+ * (a REFUSE, an alert) has left. why: logged when not NULL. */
+void coord_peers_drop(coord_server_t *cs, int peer, const char *why);
+/* Frees the session and the slot; the connection stays (untagged). */
+void coord_peers_release(coord_server_t *cs, int peer);
+/* A member loses its session but keeps its membership: it may rejoin on a new one. */
+void coord_peers_detach(coord_server_t *cs, int peer);
+/* A rejoin: member `to` takes the session and connection of the new peer `from`, whose slot is freed. */
+void coord_peers_move(coord_server_t *cs, int from, int to);
+
+#endif
