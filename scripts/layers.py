@@ -76,11 +76,6 @@ EXCEPTIONS = {
         "as above", "issue 26 item 2: the supervisor builds its own environment"),
     ("jobsetup.c", "symbol", "wenv_fini"): (
         "as above", "issue 26 item 2: the supervisor builds its own environment"),
-    ("coord_end.c", "include", "errfile.h"): (
-        "the summary quotes torch error files in the supervisor's format (ERRFILE_LINE, errfile_path): the "
-        "coordinator knows a node-local file", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
-    ("coord_end.c", "symbol", "errfile_path"): (
-        "as above", "issue 26 items 1 and 4: the verdict, fed by typed reports"),
 }
 
 # Sizes (docs/design.md): a folder names one concept, so it holds at most MAX_SOURCES sources (.c, .cu); a private

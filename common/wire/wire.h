@@ -39,6 +39,7 @@
 #define WIRE_MAX_RELAY_ITEMS 4096        /* items of one RELAYED */
 #define WIRE_MAX_RELAY_TO    65535       /* children named by one item */
 #define WIRE_MAX_ADDR        79          /* a child's remote address in RELAYED's OPENED */
+#define WIRE_MAX_PATH        4096        /* a file's path on a node (WORKER_EXIT.error_file) */
 /* An ASSIGN carries the tables of every node and rank only while nnodes x world_size stays within this (the
  * broadcast then stays under ~60 MB): beyond, each node gets its own part only (docs/protocol.md). */
 #define WIRE_TABLES_MAX      (1u << 22)

@@ -89,6 +89,7 @@ static const struct rule s_rules[] = {
     { WEXIT, "exit_time_unix_ms", 0, UINT64_MAX, 0, CS_ANY },
     { WEXIT, "log_tail", 0, WIRE_MAX_TEXT, WIRE_MAX_LOG_LINES, CS_ANY },
     { WEXIT, "error_quote", 0, WIRE_MAX_TEXT, WIRE_MAX_LOG_LINES, CS_ANY },
+    { WEXIT, "error_file", 0, WIRE_MAX_PATH, 0, CS_ANY },
     { STOP, "reason", 1, INT32_MAX, 0, CS_ANY },
     { STOP, "signal", 0, WIRE_MAX_SIGNAL, 0, CS_ANY },
     { STOP, "grace_s", 0, WIRE_MAX_GRACE_S, 0, CS_ANY },

@@ -359,6 +359,7 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     for (size_t i = 0; i < x.n_error_quote; i++)
         qlines[i] = quote[i];
     x.error_quote = qlines;
+    x.error_file = x.n_error_quote ? path : "";
     wire_init(&m, job->job_id, (uint32_t)job->generation, WIRE_WORKER_EXIT, &x);
     agent_proto_up(ac, &m);
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "errfile.h"
 #include "log.h"
 
 void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
@@ -107,21 +106,27 @@ void coord_end_maybe_finish(coord_server_t *cs)
     s_finish(cs);
 }
 
+#define CE_QUOTE_LINE 200 /* bytes of one quoted line of an error file shown (its node cuts them shorter) */
+#define CE_QUOTE_LINES 10
+
 /* The lines the failed rank's agent quoted from its TORCHELASTIC_ERROR_FILE (torch's @record), under a heading
- * that says where the file is; nothing when the rank wrote none. */
-static void s_quote_error_file(coord_server_t *cs, const struct peer *p, const Plaunch__WorkerExit *x, char *out,
-                               size_t cap)
+ * that says where the file is (the path its node sent; on another node, its name there); nothing when the rank
+ * wrote none. */
+static void s_quote_error_file(const struct peer *p, const Plaunch__WorkerExit *x, char *out, size_t cap)
 {
-    char path[PATH_MAX + 64];
+    char where[WIRE_MAX_PATH + WIRE_MAX_HOST + 64];
     if (!x->n_error_quote)
         return;
+    const char *name = strrchr(x->error_file, '/') ? strrchr(x->error_file, '/') + 1 : x->error_file;
+    if (!name[0])
+        name = "its error file"; /* a node that did not say */
     if (p->local)
-        errfile_path(cs->job->log_dir, (int)x->global_rank, path, sizeof path);
+        snprintf(where, sizeof where, "%s", x->error_file[0] ? x->error_file : name);
     else
-        snprintf(path, sizeof path, "error.%u.json in the --log-dir of %s", x->global_rank, p->host);
-    size_t o = (size_t)snprintf(out, cap, "  error file    : %s (TORCHELASTIC_ERROR_FILE)\n", path);
-    for (size_t i = 0; i < x->n_error_quote && o + 8 < cap; i++)
-        o += (size_t)snprintf(out + o, cap - o, "    > %.*s\n", ERRFILE_LINE, x->error_quote[i]);
+        snprintf(where, sizeof where, "%s in the --log-dir of %s", name, p->host);
+    size_t o = (size_t)snprintf(out, cap, "  error file    : %s (TORCHELASTIC_ERROR_FILE)\n", where);
+    for (size_t i = 0; i < x->n_error_quote && i < CE_QUOTE_LINES && o + 8 < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "    > %.*s\n", CE_QUOTE_LINE, x->error_quote[i]);
 }
 
 static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
@@ -139,7 +144,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     size_t o = 0;
     for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
         o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
-    char logpath[PATH_MAX + 64], where[WIRE_MAX_HOST * 2 + 64], errq[ERRFILE_MAX_LINES * (ERRFILE_LINE + 8)] = "";
+    char logpath[PATH_MAX + 64], where[WIRE_MAX_HOST * 2 + 64], errq[CE_QUOTE_LINES * (CE_QUOTE_LINE + 8)] = "";
     if (p->local)
         snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
     else
@@ -149,7 +154,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
                  p->addr);
     else
         snprintf(where, sizeof where, "on %s", p->host);
-    s_quote_error_file(cs, p, x, errq, sizeof errq);
+    s_quote_error_file(p, x, errq, sizeof errq);
     coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, coord_verdict_worker_status(x->exit_code, x->signal),
              "plaunch: ===== job %s failed: root cause =====\n"
              "  first failure : rank %u %s, generation %u\n"

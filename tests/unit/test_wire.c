@@ -283,6 +283,8 @@ static const struct bad s_bad[] = {
       "worker_exit.error_quote: 65 entries, more than the bound of 64" },
     { "worker_exit.error_quote", SET_ELEM, 1025, NULL,
       "worker_exit.error_quote[0]: 1025 bytes, more than the bound of 1024" },
+    { "worker_exit.error_file", SET_LEN, 4097, NULL,
+      "worker_exit.error_file: 4097 bytes, more than the bound of 4096" },
     { "stop.reason", SET_VALUE, 0, NULL, "stop.reason: 0 is not a valid Reason" },
     { "stop.reason", SET_VALUE, 7, NULL, "stop.reason: 7 is not a valid Reason" },
     { "stop.signal", SET_VALUE, 65, NULL, "stop.signal: 65 outside 0..64" },

@@ -132,6 +132,7 @@ static void sample_fill_bodies(struct sample *s)
     s->worker_exit.log_tail = s->log_tail;
     s->worker_exit.n_error_quote = 1;
     s->worker_exit.error_quote = s->error_quote;
+    s->worker_exit.error_file = "/var/log/plaunch/job-1/error.3.json";
 
     plaunch__stop__init(&s->stop);
     s->stop.reason = PLAUNCH__STOP__REASON__WORKER_FAILED;
