@@ -128,7 +128,7 @@ static void s_assign(coord_server_t *cs)
         return;
     }
     cs->world = (int)world;
-    coord_set_generation(cs->coord, cs->generation, world);
+    coord_services_set_generation(cs->services, cs->generation, world);
     log_info("generation %u: %d node%s, %u rank%s%s", cs->generation, n, n == 1 ? "" : "s", world,
              world == 1 ? "" : "s", t.sizes ? "" : " (ASSIGN without the tables of every node: too big a job)");
     uint32_t first = 0;

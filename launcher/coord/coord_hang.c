@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coord_hang_text.h"
+#include "hang_report.h"
 #include "log.h"
 #include "ownfile.h"
 
@@ -361,7 +361,7 @@ static void s_conclude(coord_server_t *cs, struct coord_hang *h)
         loop_timer_cancel(cs->loop, h->collect_timer);
     h->collect_timer = 0;
     h->st = HS_OVER;
-    int odd = coord_hang_text(cs->job_id, cs->generation, h->why, (const char *const *)h->stacks, h->nr, h->odd,
+    int odd = hang_report_text(cs->job_id, cs->generation, h->why, (const char *const *)h->stacks, h->nr, h->odd,
                               h->stacks_dropped, summary, sizeof summary, text, sizeof text);
     s_write_file(cs, text, path, sizeof path);
     if (h->warn) {
@@ -422,7 +422,7 @@ int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *rep)
             s_conclude(cs, h);
         return 0;
     }
-    int rank = coord_hang_text_rank((const char *)rep->json.data, rep->json.len);
+    int rank = hang_report_rank((const char *)rep->json.data, rep->json.len);
     if (rank < 0 || rank >= h->nr || rep->json.len > HANG_STACKS_MAX) {
         if (++h->bad <= 3)
             log_warn("node %d (%s): stacks report dropped: not one rank's stacks of this job (at most %u KiB)",

@@ -23,7 +23,7 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r);
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap);
 void coord_health_free(coord_server_t *cs);
 
-/* coord_hang.c: the hang watch (below coord_world.c; calls coord_end.c, coord_transport.c and coord_hang_text.c) */
+/* coord_hang.c: the hang watch (below coord_world.c; calls coord_end.c, coord_transport.c and hang_report.c) */
 /* Starts the watch (nothing with --hang-timeout 0). 0, or -1 (out of memory). */
 int coord_hang_start(coord_server_t *cs);
 void coord_hang_destroy(coord_server_t *cs);

@@ -1,7 +1,7 @@
 /* coord_priv: the coordinator (struct coord_server) as its components, each behind its own header, and the floors
  * that tie them together. Not for other modules. Calls go down only, floor by floor:
  *   coord_server.c   the public face (coord_server.h); allocates the coordinator, each component sets up its part
- *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (coord.c)
+ *   coord_world.c    every message from an agent: JOIN, rejoin, worker exits, BYE, services (services/coord_services.c)
  *   coord_hang.c     the hang watch: progress reports, stacks, --on-hang (coord_hang.h; calls coord_end.c)
  *   coord_end.c      the end of generations and of the job: restarts, losses, the summary
  *   coord_verdict.c  the job's outcome and restart budget, by one rule (coord_verdict.h); pure state
@@ -14,7 +14,7 @@
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
-#include "coord.h"
+#include "coord_services.h"
 #include "coord_hang.h"
 #include "coord_members.h"
 #include "coord_peers.h"
@@ -34,7 +34,7 @@ struct coord_server {
     loop_t *loop;
     void *zctx;
     tls_ctx_t *tls;
-    coord_t *coord;
+    coord_services_t *services;
     struct peer *peers;         /* peers[0] is the local agent */
     int npeers, cap;
     coord_local_fn local;

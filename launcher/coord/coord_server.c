@@ -41,7 +41,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
     cs->wait_for_more = 1;
     coord_verdict_init(&cs->verdict, job->opt.max_restarts);
-    if (coord_peers_init(cs) < 0 || !(cs->coord = coord_new(cs->job_id, loop, (coord_send_fn)coord_transport_send,
+    if (coord_peers_init(cs) < 0 || !(cs->services = coord_services_new(cs->job_id, loop, (coord_services_send_fn)coord_transport_send,
                                                             cs))) {
         snprintf(err, errlen, "out of memory");
         goto error;
@@ -74,7 +74,7 @@ void coord_server_destroy(coord_server_t **pcs)
     coord_hang_destroy(cs);
     coord_transport_close(cs); /* every session ends first: close_notify, DROPs to relays */
     coord_relay_free(cs);
-    coord_destroy(&cs->coord);
+    coord_services_destroy(&cs->services);
     coord_members_free(cs);
     coord_peers_free(cs);
     coord_health_free(cs);

@@ -1,5 +1,5 @@
 /* coord_world: every message from an agent: JOIN and rejoin (elastic growth, requested ranks), worker exits, BYE,
- * and the job-wide services (coord.c); the floor below coord_server.c. */
+ * and the job-wide services (services/coord_services.c); the floor below coord_server.c. */
 #include "coord_priv.h"
 
 #include <signal.h>
@@ -129,7 +129,7 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
     case WIRE_NCCL_ID_PUT:
     case WIRE_NCCL_ID_GET:
     case WIRE_BARRIER:
-        coord_on_msg(cs->coord, peer, m);
+        coord_services_on_msg(cs->services, peer, m);
         break;
     case WIRE_REFUSE:
         log_warn("node %s refused: %s", p->host, m->refuse->text);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord.h"
+#include "coord_services.h"
 #include "coord_server.h"
 #include "job.h"
 
@@ -49,7 +49,7 @@ static void s_reset(struct sent *s)
     s->n = 0;
 }
 
-static void s_put(coord_t *c, uint32_t gen, int peer, const char *key, unsigned char fill)
+static void s_put(coord_services_t *c, uint32_t gen, int peer, const char *key, unsigned char fill)
 {
     unsigned char id[WIRE_NCCL_ID_BYTES];
     Plaunch__NcclIdPut put = PLAUNCH__NCCL_ID_PUT__INIT;
@@ -60,20 +60,20 @@ static void s_put(coord_t *c, uint32_t gen, int peer, const char *key, unsigned 
     put.id.data = id;
     put.id.len = sizeof id;
     wire_init(&m, JOB, gen, WIRE_NCCL_ID_PUT, &put);
-    coord_on_msg(c, peer, &m);
+    coord_services_on_msg(c, peer, &m);
 }
 
-static void s_get(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
+static void s_get(coord_services_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
 {
     Plaunch__NcclIdGet get = PLAUNCH__NCCL_ID_GET__INIT;
     wire_msg_t m;
     get.key = (char *)key;
     get.rank = rank;
     wire_init(&m, JOB, gen, WIRE_NCCL_ID_GET, &get);
-    coord_on_msg(c, peer, &m);
+    coord_services_on_msg(c, peer, &m);
 }
 
-static void s_barrier_ms(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank, uint32_t timeout_ms)
+static void s_barrier_ms(coord_services_t *c, uint32_t gen, int peer, const char *key, uint32_t rank, uint32_t timeout_ms)
 {
     Plaunch__Barrier b = PLAUNCH__BARRIER__INIT;
     wire_msg_t m;
@@ -81,10 +81,10 @@ static void s_barrier_ms(coord_t *c, uint32_t gen, int peer, const char *key, ui
     b.rank = rank;
     b.timeout_ms = timeout_ms;
     wire_init(&m, JOB, gen, WIRE_BARRIER, &b);
-    coord_on_msg(c, peer, &m);
+    coord_services_on_msg(c, peer, &m);
 }
 
-static void s_barrier(coord_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
+static void s_barrier(coord_services_t *c, uint32_t gen, int peer, const char *key, uint32_t rank)
 {
     s_barrier_ms(c, gen, peer, key, rank, 0);
 }
@@ -132,8 +132,8 @@ static void s_expect_refuse(const struct sent *s, int i, wire_type_t request, co
 static void test_id_get_before_put(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 4);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 4);
     s_get(c, 0, 1, "world", 1);
     s_get(c, 0, 1, "world", 2); /* same agent twice: one answer serves both of its workers */
     s_get(c, 0, 2, "world", 3);
@@ -152,15 +152,15 @@ static void test_id_get_before_put(void **state)
     assert_int_equal(s.n, 1);
     assert_int_equal(s.peer[0], 3);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
     assert_null(c);
 }
 
 static void test_keys_are_separate_and_first_put_wins(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 2);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 2);
     s_put(c, 0, 0, "a", 0x11);
     s_put(c, 0, 0, "b", 0x22);
     s_put(c, 0, 0, "a", 0x33); /* a second id for the same key is ignored */
@@ -170,16 +170,16 @@ static void test_keys_are_separate_and_first_put_wins(void **state)
     assert_int_equal(s.msg[0]->nccl_id->id.data[5], 0x11);
     assert_int_equal(s.msg[1]->nccl_id->id.data[5], 0x22);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
 }
 
 static void test_new_generation_forgets_ids(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 2);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 2);
     s_put(c, 0, 0, "world", 0x44);
-    coord_set_generation(c, 1, 2);
+    coord_services_set_generation(c, 1, 2);
     s_get(c, 1, 1, "world", 1);
     assert_int_equal(s.n, 0); /* generation 1 waits for its own rank 0 */
     s_get(c, 0, 1, "world", 1); /* a request of generation 0 is refused */
@@ -191,14 +191,14 @@ static void test_new_generation_forgets_ids(void **state)
     assert_int_equal(s.n, 1);
     assert_int_equal(s.msg[0]->nccl_id->id.data[0], 0x55);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
 }
 
 static void test_barrier_completes_and_is_reusable(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 3);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 3);
     for (int round = 0; round < 2; round++) {
         s_barrier(c, 0, 1, "step", 0);
         s_barrier(c, 0, 1, "step", 0); /* a repeated arrival counts once */
@@ -212,16 +212,16 @@ static void test_barrier_completes_and_is_reusable(void **state)
         }
         s_reset(&s);
     }
-    coord_destroy(&c);
+    coord_services_destroy(&c);
 }
 
 static void test_barrier_aborted_by_new_generation(void **state)
 {
     struct sent s = { 0 };
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 2);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 2);
     s_barrier(c, 0, 1, "sync", 0);
-    coord_set_generation(c, 1, 2);
+    coord_services_set_generation(c, 1, 2);
     assert_int_equal(s.n, 1);
     assert_int_equal(s.msg[0]->barrier_done->status, PLAUNCH__BARRIER_DONE__STATUS__ABORTED);
     s_reset(&s);
@@ -229,15 +229,15 @@ static void test_barrier_aborted_by_new_generation(void **state)
     assert_int_equal(s.n, 1);
     assert_int_equal(s.msg[0]->body_case, WIRE_REFUSE);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
 }
 
 
 static void test_barrier_timeout_decides_for_every_rank(void **state)
 {
     struct sent s = { .loop = loop_new() };
-    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
-    coord_set_generation(c, 0, 3);
+    coord_services_t *c = coord_services_new(JOB, s.loop, s_capture, &s);
+    coord_services_set_generation(c, 0, 3);
     s_barrier_ms(c, 0, 1, "t", 0, 50);
     assert_int_equal(s.n, 0);
     double ms = s_run_until_sent(&s);
@@ -262,15 +262,15 @@ static void test_barrier_timeout_decides_for_every_rank(void **state)
     assert_int_equal(s.n, 2);
     assert_int_equal(s.msg[0]->barrier_done->status, PLAUNCH__BARRIER_DONE__STATUS__OK);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
     loop_destroy(&s.loop);
 }
 
 static void test_barrier_shortest_timeout_decides(void **state)
 {
     struct sent s = { .loop = loop_new() };
-    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
-    coord_set_generation(c, 0, 3);
+    coord_services_t *c = coord_services_new(JOB, s.loop, s_capture, &s);
+    coord_services_set_generation(c, 0, 3);
     s_barrier_ms(c, 0, 1, "s", 0, 60000);
     s_barrier_ms(c, 0, 2, "s", 1, 30); /* a later rank with a shorter timeout */
     double ms = s_run_until_sent(&s);
@@ -279,15 +279,15 @@ static void test_barrier_shortest_timeout_decides(void **state)
     for (int i = 0; i < 2; i++)
         assert_int_equal(s.msg[i]->barrier_done->status, PLAUNCH__BARRIER_DONE__STATUS__TIMEOUT);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
     loop_destroy(&s.loop);
 }
 
 static void test_barrier_rank_retrying_after_timeout(void **state)
 {
     struct sent s = { .loop = loop_new() };
-    coord_t *c = coord_new(JOB, s.loop, s_capture, &s);
-    coord_set_generation(c, 0, 2);
+    coord_services_t *c = coord_services_new(JOB, s.loop, s_capture, &s);
+    coord_services_set_generation(c, 0, 2);
     s_barrier_ms(c, 0, 1, "r", 0, 20);
     s_run_until_sent(&s);
     s_reset(&s);
@@ -302,7 +302,7 @@ static void test_barrier_rank_retrying_after_timeout(void **state)
     s_expect_done(&s, 0, 1, PLAUNCH__BARRIER_DONE__STATUS__OK, 0, 0);
     s_expect_done(&s, 1, 2, PLAUNCH__BARRIER_DONE__STATUS__OK, 0, 0);
     s_reset(&s);
-    coord_destroy(&c);
+    coord_services_destroy(&c);
     loop_destroy(&s.loop);
 }
 
@@ -310,8 +310,8 @@ static void test_refusals_name_the_request(void **state)
 {
     struct sent s = { 0 };
     char key[32];
-    coord_t *c = coord_new(JOB, NULL, s_capture, &s);
-    coord_set_generation(c, 0, 4);
+    coord_services_t *c = coord_services_new(JOB, NULL, s_capture, &s);
+    coord_services_set_generation(c, 0, 4);
     for (int i = 0; i < COORD_MAX_KEYS; i++) {
         snprintf(key, sizeof key, "k%d", i);
         s_get(c, 0, 1, key, 2);
@@ -339,7 +339,7 @@ static void test_refusals_name_the_request(void **state)
         put.id.data = id;
         put.id.len = sizeof id;
         wire_init(&m, JOB, 0, WIRE_NCCL_ID_PUT, &put);
-        coord_on_msg(c, 2, &m);
+        coord_services_on_msg(c, 2, &m);
         s_expect_refuse(&s, 0, WIRE_NCCL_ID_PUT, "k1", 3, "only rank 0 of the generation publishes ids");
         s_reset(&s);
     }
@@ -351,7 +351,7 @@ static void test_refusals_name_the_request(void **state)
     s_barrier(c, 0, 1, "b-too-many", 1);
     s_expect_refuse(&s, 0, WIRE_BARRIER, "b-too-many", 1, "too many barriers open at once");
     s_reset(&s);
-    coord_destroy(&c); /* tells nobody: the agents are gone too */
+    coord_services_destroy(&c); /* tells nobody: the agents are gone too */
 }
 
 /* The coordinator of a one-node job whose ASSIGN cannot be encoded (heartbeat interval = timeout, which the parser

@@ -1,16 +1,16 @@
-/* coord_hang_text: a hung job's stacks, as the agents sent them (one JSON document per rank), into the summary of
+/* hang_report: a hung job's stacks, as the agents sent them (one JSON document per rank), into the summary of
  * the root-cause block and the text of hang.GENERATION.txt, grouped by identical stack (launcher/hang/). */
-#ifndef PLAUNCH_COORD_HANG_TEXT_H
-#define PLAUNCH_COORD_HANG_TEXT_H
+#ifndef PLAUNCH_HANG_REPORT_H
+#define PLAUNCH_HANG_REPORT_H
 
 #include <stddef.h>
 
 /* The rank a REPORT "stacks" document is about, or -1 when it is not one. */
-int coord_hang_text_rank(const char *json, size_t len);
+int hang_report_rank(const char *json, size_t len);
 /* stacks[r]: rank r's document or NULL (no answer). odd: the rank the verdict named, -1 none. Writes the lines for
  * the root-cause block into summary and the whole report into text; returns the odd one out (odd when given, else
  * the rank the grouping sets apart), -1 when none stands out. */
-int coord_hang_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
+int hang_report_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
                     int odd, int dropped, char *summary, size_t scap, char *text, size_t tcap);
 
 #endif

@@ -1,7 +1,7 @@
-/* coord: the job-wide services the coordinator gives agents in a generation: NCCL unique ids by key and
- * barriers with deadlines. Transport-free: messages come in through coord_on_msg and go out through the send
+/* coord_services: the job-wide services the coordinator gives agents in a generation: NCCL unique ids by key and
+ * barriers with deadlines. Transport-free: messages come in through coord_services_on_msg and go out through the send
  * callback; barrier deadlines are timers of the caller's loop. */
-#include "coord.h"
+#include "coord_services.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ struct coord {
     char job_id[WIRE_MAX_JOB_ID + 1];
     loop_t *loop;
     uint32_t generation, world;
-    coord_send_fn send;
+    coord_services_send_fn send;
     void *arg;
     struct idrec *ids;
     int nids;
@@ -95,9 +95,9 @@ static void s_peer_free(struct peerset *ps)
     free(ps->in);
 }
 
-coord_t *coord_new(const char *job_id, loop_t *loop, coord_send_fn send, void *arg)
+coord_services_t *coord_services_new(const char *job_id, loop_t *loop, coord_services_send_fn send, void *arg)
 {
-    coord_t *c = calloc(1, sizeof *c);
+    coord_services_t *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     strncpy(c->job_id, job_id, WIRE_MAX_JOB_ID);
@@ -110,7 +110,7 @@ coord_t *coord_new(const char *job_id, loop_t *loop, coord_send_fn send, void *a
 }
 
 /* BARRIER_DONE to every agent waiting on b, or to one agent for one rank (rank >= 0). */
-static void s_send_barrier_done(coord_t *c, struct barrier *b, int status, int peer, int rank)
+static void s_send_barrier_done(coord_services_t *c, struct barrier *b, int status, int peer, int rank)
 {
     Plaunch__BarrierDone done = PLAUNCH__BARRIER_DONE__INIT;
     uint32_t one = (uint32_t)rank;
@@ -131,7 +131,7 @@ static void s_send_barrier_done(coord_t *c, struct barrier *b, int status, int p
     s_peer_clear(&b->waiting);
 }
 
-static void s_barrier_free(coord_t *c, struct barrier *b)
+static void s_barrier_free(coord_services_t *c, struct barrier *b)
 {
     if (b->timer > 0 && c->loop)
         loop_timer_cancel(c->loop, b->timer);
@@ -140,14 +140,14 @@ static void s_barrier_free(coord_t *c, struct barrier *b)
 }
 
 /* Removes barrier i, keeping the order of the others. */
-static void s_barrier_remove(coord_t *c, int i)
+static void s_barrier_remove(coord_services_t *c, int i)
 {
     s_barrier_free(c, &c->barriers[i]);
     memmove(&c->barriers[i], &c->barriers[i + 1], (size_t)(c->nbarriers - i - 1) * sizeof *c->barriers);
     c->nbarriers--;
 }
 
-static void s_clear(coord_t *c)
+static void s_clear(coord_services_t *c)
 {
     for (int i = 0; i < c->nids; i++)
         s_peer_free(&c->ids[i].waiting);
@@ -163,7 +163,7 @@ static void s_clear(coord_t *c)
     c->nids = c->nbarriers = 0;
 }
 
-void coord_destroy(coord_t **cp)
+void coord_services_destroy(coord_services_t **cp)
 {
     if (!cp || !*cp)
         return;
@@ -175,7 +175,7 @@ void coord_destroy(coord_t **cp)
     *cp = NULL;
 }
 
-void coord_set_generation(coord_t *c, uint32_t gen, uint32_t world_size)
+void coord_services_set_generation(coord_services_t *c, uint32_t gen, uint32_t world_size)
 {
     s_clear(c);
     lograte_flush(&c->refusals, LOG_INFO);
@@ -184,7 +184,7 @@ void coord_set_generation(coord_t *c, uint32_t gen, uint32_t world_size)
     c->world = world_size;
 }
 
-static struct idrec *s_idrec(coord_t *c, const char *key)
+static struct idrec *s_idrec(coord_services_t *c, const char *key)
 {
     for (int i = 0; i < c->nids; i++)
         if (strcmp(c->ids[i].key, key) == 0)
@@ -202,9 +202,9 @@ static struct idrec *s_idrec(coord_t *c, const char *key)
 
 /* Refuses one worker request (request = its body type) back to the agent, which hands the refusal to the worker
  * that asked (and reports it); logged here at most once per LOGRATE_INTERVAL_S, with a count. */
-static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
+static void s_refuse(coord_services_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
                      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
+static void s_refuse(coord_services_t *c, int peer, int code, wire_type_t request, const char *key, uint32_t rank,
                      const char *fmt, ...)
 {
     Plaunch__Refuse r;
@@ -220,7 +220,7 @@ static void s_refuse(coord_t *c, int peer, int code, wire_type_t request, const 
     c->send(c->arg, peer, &m);
 }
 
-static void s_send_id(coord_t *c, int peer, struct idrec *r)
+static void s_send_id(coord_services_t *c, int peer, struct idrec *r)
 {
     Plaunch__NcclId nid = PLAUNCH__NCCL_ID__INIT;
     wire_msg_t m;
@@ -231,7 +231,7 @@ static void s_send_id(coord_t *c, int peer, struct idrec *r)
     c->send(c->arg, peer, &m);
 }
 
-static void s_on_put(coord_t *c, int peer, const Plaunch__NcclIdPut *put)
+static void s_on_put(coord_services_t *c, int peer, const Plaunch__NcclIdPut *put)
 {
     if (put->rank != 0) {
         s_refuse(c, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, WIRE_NCCL_ID_PUT, put->key, put->rank,
@@ -256,7 +256,7 @@ static void s_on_put(coord_t *c, int peer, const Plaunch__NcclIdPut *put)
     s_peer_clear(&r->waiting);
 }
 
-static void s_on_get(coord_t *c, int peer, const Plaunch__NcclIdGet *get)
+static void s_on_get(coord_services_t *c, int peer, const Plaunch__NcclIdGet *get)
 {
     struct idrec *r = s_idrec(c, get->key);
     if (!r) {
@@ -274,7 +274,7 @@ static void s_on_get(coord_t *c, int peer, const Plaunch__NcclIdGet *get)
 
 static int s_on_deadline(loop_t *loop, int id, void *arg)
 {
-    coord_t *c = arg;
+    coord_services_t *c = arg;
     for (int i = 0; i < c->nbarriers; i++) {
         struct barrier *b = &c->barriers[i];
         if (b->timer != id)
@@ -291,7 +291,7 @@ static int s_on_deadline(loop_t *loop, int id, void *arg)
 
 /* The instance rank's arrival belongs to: the first of key that it has not arrived at, or the one it is still
  * waiting in (a repeated arrival counts once). NULL: a new one. */
-static struct barrier *s_barrier_for(coord_t *c, const char *key, uint32_t rank)
+static struct barrier *s_barrier_for(coord_services_t *c, const char *key, uint32_t rank)
 {
     for (int i = 0; i < c->nbarriers; i++) {
         struct barrier *b = &c->barriers[i];
@@ -301,7 +301,7 @@ static struct barrier *s_barrier_for(coord_t *c, const char *key, uint32_t rank)
     return NULL;
 }
 
-static struct barrier *s_barrier_open(coord_t *c, const char *key)
+static struct barrier *s_barrier_open(coord_services_t *c, const char *key)
 {
     if (c->nbarriers >= COORD_MAX_BARRIERS)
         return NULL;
@@ -318,7 +318,7 @@ static struct barrier *s_barrier_open(coord_t *c, const char *key)
     return b;
 }
 
-static void s_on_barrier(coord_t *c, int peer, const Plaunch__Barrier *msg)
+static void s_on_barrier(coord_services_t *c, int peer, const Plaunch__Barrier *msg)
 {
     if (msg->rank >= c->world) {
         s_refuse(c, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, WIRE_BARRIER, msg->key, msg->rank,
@@ -359,7 +359,7 @@ static void s_on_barrier(coord_t *c, int peer, const Plaunch__Barrier *msg)
         s_barrier_remove(c, (int)(b - c->barriers));
 }
 
-void coord_on_msg(coord_t *c, int peer, const wire_msg_t *m)
+void coord_services_on_msg(coord_services_t *c, int peer, const wire_msg_t *m)
 {
     const char *key = m->body_case == WIRE_NCCL_ID_PUT   ? m->nccl_id_put->key
                       : m->body_case == WIRE_NCCL_ID_GET ? m->nccl_id_get->key

@@ -1,6 +1,6 @@
-/* coord_hang_text: a hung job's stacks, one JSON document per rank as the agents sent them, decoded (every field
+/* hang_report: a hung job's stacks, one JSON document per rank as the agents sent them, decoded (every field
  * checked: a peer's bytes) and grouped by launcher/hang/ into the root-cause lines and hang.GENERATION.txt. */
-#include "coord_hang_text.h"
+#include "hang_report.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "hang_json.h"
 #include "log.h"
 
-int coord_hang_text_rank(const char *json, size_t len)
+int hang_report_rank(const char *json, size_t len)
 {
     json_error_t e;
     json_t *d = json_loadb(json, len, 0, &e);
@@ -22,7 +22,7 @@ int coord_hang_text_rank(const char *json, size_t len)
     return rank;
 }
 
-int coord_hang_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
+int hang_report_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
                     int odd, int dropped, char *summary, size_t scap, char *text, size_t tcap)
 {
     struct hang_rank *in = calloc((size_t)(n > 0 ? n : 1), sizeof *in);
