@@ -54,28 +54,6 @@ RULES = [
 # Known violations: (file name, kind, what it uses) -> (reason, what removes it). One table, nowhere else. The
 # file is named without its folder, so that an entry follows a file that moves (file names are unique: checked).
 EXCEPTIONS = {
-    ("job.h", "include", "mon_thresh.h"): (
-        "struct job holds the monitor's thresholds (read with the options)",
-        "issue 26 item 2: struct job split; the thresholds become the monitor's own state"),
-    ("jobsetup.c", "include", "mon_thresh.h"): (
-        "jobsetup reads --monitor-config into struct job",
-        "issue 26 item 2: struct job split"),
-    ("jobsetup.c", "symbol", "mon_thresh_default"): (
-        "jobsetup fills the monitor's default thresholds", "issue 26 item 2: struct job split"),
-    ("jobsetup.c", "symbol", "mon_thresh_read"): (
-        "jobsetup reads --monitor-config", "issue 26 item 2: struct job split"),
-    ("jobsetup.c", "include", "output.h"): (
-        "jobsetup opens the log directory and plaunch.log through the supervisor's output (a header cycle: "
-        "every supervisor header includes job.h)", "issue 26 item 2: main/the agent opens the logs"),
-    ("jobsetup.c", "symbol", "output_open_logs"): (
-        "as above", "issue 26 item 2: main/the agent opens the logs"),
-    ("jobsetup.c", "include", "wenv.h"): (
-        "jobsetup builds the workers' base environment through the supervisor's wenv (a header cycle)",
-        "issue 26 item 2: the supervisor builds its own environment"),
-    ("jobsetup.c", "symbol", "wenv_init"): (
-        "as above", "issue 26 item 2: the supervisor builds its own environment"),
-    ("jobsetup.c", "symbol", "wenv_fini"): (
-        "as above", "issue 26 item 2: the supervisor builds its own environment"),
 }
 
 # Sizes (docs/design.md): a folder names one concept, so it holds at most MAX_SOURCES sources (.c, .cu); a private

@@ -61,7 +61,7 @@ static int s_connect(agent_t *ac)
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
     if (ac->hosts_coord) {
         ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
-                                  s_local_msg, ac, err, sizeof err);
+                                  ac->thresh, s_local_msg, ac, err, sizeof err);
         if (!ac->cs && errno == EADDRINUSE && ac->job->opt.sched_node0) {
             /* the scheduler's first node has no other plaunch to join: the port is someone else's */
             log_error("%s; on %s another program holds port %d: give this job another one with --master-port",
@@ -280,7 +280,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
-    ac->mon = agent_mon_new(ac->job, loop, err, sizeof err);
+    ac->mon = agent_mon_new(ac->job, ac->thresh, loop, err, sizeof err);
     if (!ac->mon && ac->job->opt.monitor > 0) {
         log_error("%s", err);
         return -1;
@@ -418,7 +418,8 @@ void agent_stop(agent_t *ac)
 
 /* ---- setup ------------------------------------------------------------------------------------------ */
 
-agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t errlen)
+agent_t *agent_new(struct job *job, const struct mon_thresh *thresh, const char *retry_hint, char *err,
+                   size_t errlen)
 {
     agent_t *ac = calloc(1, sizeof *ac);
     if (!ac) {
@@ -426,6 +427,7 @@ agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t er
         return NULL;
     }
     ac->job = job;
+    ac->thresh = thresh;
     snprintf(ac->retry_hint, sizeof ac->retry_hint, "%s", retry_hint);
     ac->job_id_given = job->opt.job_id[0] != '\0';
     job->node_rank = -1;

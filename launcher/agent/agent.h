@@ -4,6 +4,7 @@
 #define PLAUNCH_AGENT_H
 
 #include "job.h"
+#include "mon_thresh.h"
 #include "supervise.h"
 
 typedef struct agent agent_t;
@@ -11,7 +12,8 @@ typedef struct agent agent_t;
 /* Resolves --master, decides whether this node hosts the coordinator, picks the advertised address and the
  * credentials. retry_hint is the command line other nodes should run (printed with a fresh token).
  * NULL + message in err (the caller exits 2). */
-agent_t *agent_new(struct job *job, const char *retry_hint, char *err, size_t errlen);
+agent_t *agent_new(struct job *job, const struct mon_thresh *thresh, const char *retry_hint, char *err,
+                   size_t errlen);
 void agent_ctl(agent_t *ac, struct sup_ctl *ctl);
 /* The loop exists (main's) and the supervisor is registered in it: the agent registers its sockets and timers
  * and starts joining. 0, or -1 after a message (the run ends with 125). */

@@ -28,6 +28,7 @@
 
 struct agent_mon {
     struct job *job;
+    const struct mon_thresh *thresh;
     loop_t *loop;
     char exe[PATH_MAX];
     mon_sampler_t *sampler;
@@ -130,7 +131,7 @@ static void s_take(agent_mon_t *m, int n)
             continue; /* the sampler answers for the targets it was given: anything else is dropped */
         if (!m->series[k] && (m->series[k] = malloc(sizeof *m->series[k])) != NULL) {
             mon_series_init(m->series[k], s->rank, m->job->node_label);
-            m->series[k]->idle_util = m->job->mon_thresh.idle_util;
+            m->series[k]->idle_util = m->thresh->idle_util;
         }
         if (m->series[k])
             mon_series_add(m->series[k], s);
@@ -254,7 +255,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-agent_mon_t *agent_mon_new(struct job *job, loop_t *loop, char *err, size_t errlen)
+agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen)
 {
     if (job->opt.monitor <= 0)
         return NULL;
@@ -264,6 +265,7 @@ agent_mon_t *agent_mon_new(struct job *job, loop_t *loop, char *err, size_t errl
         return NULL;
     }
     m->job = job;
+    m->thresh = thresh;
     m->loop = loop;
     m->csv_fd = m->dirfd = -1;
     m->use_nvml = job->gpu_mode; /* CPU workers: no GPU to ask about */
@@ -314,7 +316,7 @@ char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes)
     int n = 0, all;
     for (int i = 0; sum && i < m->nseries; i++)
         if (m->series[i] && m->series[i]->n > 0)
-            mon_diag_rank(m->series[i], &m->job->mon_thresh, &sum[n++]);
+            mon_diag_rank(m->series[i], m->thresh, &sum[n++]);
     all = n;
     char *json = sum && n ? mon_json_encode(sum, n) : NULL;
     while (json && strlen(json) > max_bytes && n > 1) { /* a message has a bound: fewer ranks, said so */

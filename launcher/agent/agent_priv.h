@@ -34,6 +34,7 @@ enum ac_state {
 
 struct agent {
     struct job *job;
+    const struct mon_thresh *thresh; /* the health thresholds (main owns them) */
     void *zctx;                /* the ZeroMQ context of the coordinator link and the workers' endpoint */
     agent_ipc_t *ipc;          /* the workers' ipc:// endpoint (libplaunch) */
     sup_t *sup;

@@ -25,12 +25,14 @@
 #include "log.h"
 #include "loop.h"
 #include "mon_sampler.h"
+#include "mon_thresh.h"
 #include "opts.h"
 #include "output.h"
 #include "proc.h"
 #include "sentinel.h"
 #include "spawn_worker.h"
 #include "supervise.h"
+#include "wenv.h"
 
 extern char **environ;
 
@@ -106,6 +108,17 @@ static int s_loop(struct job *job, agent_t *ac, const struct sup_ctl *ctl)
     return code;
 }
 
+/* A job that could not be set up: what was made is undone; 2 says how to fix the input. */
+static int s_setup_failed(struct job *job, int code, const char *err)
+{
+    wenv_fini(job);
+    jobsetup_fini(job);
+    if (code == 2)
+        return s_usage_error(err);
+    fprintf(stderr, "plaunch: error: %s\n", err);
+    return code;
+}
+
 static int s_run(int argc, char **argv)
 {
     static struct opts o;
@@ -138,10 +151,19 @@ static int s_run(int argc, char **argv)
         fprintf(stderr, "plaunch: error: cannot block signals: %s\n", strerror(errno));
         return 125;
     }
-    if (jobsetup_init(&job, &o, environ, err, sizeof err, &code) < 0) {
-        jobsetup_fini(&job);
-        return code == 2 ? s_usage_error(err) : (fprintf(stderr, "plaunch: error: %s\n", err), code);
-    }
+    /* The health thresholds are read first, so that a bad file is an error before anything starts. */
+    static struct mon_thresh thresh;
+    mon_thresh_default(&thresh);
+    if (o.monitor_config[0] && mon_thresh_read(o.monitor_config, &thresh, err, sizeof err) < 0)
+        return s_usage_error(err);
+    /* The job, then what its parts own: on one node (where the ranks are known now) the supervisor's workerlogs,
+     * a refused one leaving every workerlog as it was; the workers' base environment. */
+    if (jobsetup_init(&job, &o, environ, err, sizeof err, &code) < 0)
+        return s_setup_failed(&job, code, err);
+    if (!job.multi && output_open_logs(&job, err, sizeof err) < 0)
+        return s_setup_failed(&job, 2, err);
+    if (wenv_init(&job, environ) < 0)
+        return s_setup_failed(&job, 125, "out of memory");
     char marker[sizeof job.agent_endpoint + 16];
     snprintf(marker, sizeof marker, "PLAUNCH_AGENT=%s", job.agent_endpoint);
     if (sentinel_start(marker) < 0)
@@ -167,7 +189,7 @@ static int s_run(int argc, char **argv)
     struct sup_ctl ctl;
     char hint[4096];
     s_command_line(argc, argv, hint, sizeof hint);
-    agent_t *ac = agent_new(&job, hint, err, sizeof err);
+    agent_t *ac = agent_new(&job, &thresh, hint, err, sizeof err);
     if (!ac) {
         log_error("%s", err);
         code = 2;
@@ -181,6 +203,7 @@ out:
     sentinel_release();
     output_close_logs(&job);
     log_close();
+    wenv_fini(&job);
     jobsetup_fini(&job);
     return code;
 }

@@ -102,7 +102,7 @@ static int s_cmp_double(const void *a, const void *b)
 
 static void s_stragglers(coord_server_t *cs, struct coord_hang *h, uint64_t now)
 {
-    const struct mon_thresh *th = &cs->job->mon_thresh;
+    const struct mon_thresh *th = cs->thresh;
     double *rates = malloc((size_t)(h->nr ? h->nr : 1) * sizeof *rates), *sorted;
     int n = 0;
     for (int i = 0; rates && i < h->nr; i++)

@@ -86,7 +86,7 @@ static int s_by_rank(const void *a, const void *b)
 
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
 {
-    const struct mon_thresh *th = &cs->job->mon_thresh;
+    const struct mon_thresh *th = cs->thresh;
     buf[0] = '\0';
     if (cs->health.n == 0) {
         if (cs->steplag[0])

@@ -31,6 +31,7 @@ enum cs_state { CS_RENDEZVOUS, CS_RUNNING, CS_RESTARTING, CS_ENDING, CS_DONE };
 
 struct coord_server {
     const struct job *job;
+    const struct mon_thresh *thresh; /* the health thresholds (main owns them) */
     loop_t *loop;
     void *zctx;
     tls_ctx_t *tls;

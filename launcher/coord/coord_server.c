@@ -25,7 +25,8 @@ static const struct coord_events s_events = {
 
 /* Each component sets up its own part of the coordinator, in the order they depend on each other. */
 coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
-                                 tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen)
+                                 tls_ctx_t *tls, const struct mon_thresh *thresh, coord_local_fn local, void *local_arg,
+                                 char *err, size_t errlen)
 {
     coord_server_t *cs = calloc(1, sizeof *cs);
     if (!cs) {
@@ -33,6 +34,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         return NULL;
     }
     cs->job = job;
+    cs->thresh = thresh;
     cs->loop = loop;
     cs->zctx = zctx;
     cs->tls = tls;

@@ -6,6 +6,7 @@
 
 #include "job.h"
 #include "loop.h"
+#include "mon_thresh.h"
 #include "tls_chan.h"
 #include "wire.h"
 
@@ -14,9 +15,10 @@ typedef struct coord_server coord_server_t;
 typedef void (*coord_local_fn)(void *arg, const wire_msg_t *m);
 
 /* Binds endpoint ("tcp://addr:port"); tls NULL means plaintext; endpoint NULL: a one-node job, whose only
- * member is the in-process agent (no socket, no heartbeats). NULL + message on failure. */
+ * member is the in-process agent (no socket, no heartbeats). thresh: the health thresholds, kept by the caller for the coordinator's life. NULL + message on failure. */
 coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx, const char *endpoint,
-                                 tls_ctx_t *tls, coord_local_fn local, void *local_arg, char *err, size_t errlen);
+                                 tls_ctx_t *tls, const struct mon_thresh *thresh, coord_local_fn local, void *local_arg,
+                                 char *err, size_t errlen);
 void coord_server_destroy(coord_server_t **cs);
 /* The local agent is ready: it gets its HELLO (and joins like any other). */
 void coord_server_local_hello(coord_server_t *cs);

@@ -7,7 +7,6 @@
 #include <sys/types.h>
 
 #include "loop.h"
-#include "mon_thresh.h"
 #include "opts.h"
 
 enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
@@ -75,7 +74,6 @@ struct job {
     char agent_endpoint[PATH_MAX + 32]; /* PLAUNCH_AGENT */
     char **base_env;           /* inherited environment minus the variables plaunch sets */
     int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
-    struct mon_thresh mon_thresh; /* the health diagnosis thresholds (defaults, --monitor-config) */
 };
 
 #endif

@@ -16,11 +16,8 @@
 #include "idlist.h"
 #include "jobworkers.h"
 #include "log.h"
-#include "mon_thresh.h"
-#include "output.h"
 #include "ownfile.h"
 #include "util.h"
-#include "wenv.h"
 
 /* mkdir -p */
 static int s_mkdirs(const char *path)
@@ -148,8 +145,7 @@ static void s_keep_earlier_run(struct job *job, int dfd)
         closedir(d);
 }
 
-/* plaunch.log, and on one node (where the ranks are known now) every workerlog, in a directory proved ours. A
- * refused workerlog leaves every workerlog as it was (plaunch.log is this run's, as always). */
+/* plaunch.log, in a directory proved ours (the workerlogs are the supervisor's: output_open_logs). */
 static int s_open_logs(struct job *job, char *err, size_t errlen)
 {
     int dfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
@@ -159,7 +155,7 @@ static int s_open_logs(struct job *job, char *err, size_t errlen)
     close(dfd);
     if (log_open(job->log_dir, job->log_name, job->opt.log_overwrite, err, errlen) < 0)
         return -1;
-    return job->multi ? 0 : output_open_logs(job, err, errlen);
+    return 0;
 }
 
 /* The run directory (the agent's socket): a fresh 0700 directory, made only in a parent no one else controls. */
@@ -231,10 +227,6 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     job->rank_base = 0;
     if (jobworkers_setup(job, o, envp, err, errlen) < 0)
         return -1;
-    /* The health thresholds are read now, so that a bad file is an error before anything starts. */
-    mon_thresh_default(&job->mon_thresh);
-    if (o->monitor_config[0] && mon_thresh_read(o->monitor_config, &job->mon_thresh, err, errlen) < 0)
-        return -1;
     job->world_size = job->nworkers;
     if (jobsetup_tee(job, o, err, errlen) < 0)
         return -1;
@@ -259,7 +251,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     *exit_code = 125;
     snprintf(job->agent_endpoint, sizeof job->agent_endpoint, "ipc://%s/agent", job->run_dir);
     job->endpoint_ports = calloc((size_t)job->nworkers, sizeof *job->endpoint_ports);
-    if (!job->endpoint_ports || wenv_init(job, envp) < 0) {
+    if (!job->endpoint_ports) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -280,7 +272,6 @@ void jobsetup_fini(struct job *job)
         rmdir(job->run_dir);
         job->run_dir[0] = '\0';
     }
-    wenv_fini(job);
     free(job->workers);
     free(job->visible_devices);
     free(job->endpoint_ports);

@@ -403,7 +403,9 @@ static void test_encode_failure_ends_the_job(void **state)
     job.opt.nnodes = job.opt.nnodes_min = 1;
     job.opt.heartbeat = job.opt.heartbeat_timeout = 1.0;
     job.opt.rdzv_timeout = 60;
-    rx.cs = coord_server_new(&job, rx.loop, NULL, NULL, NULL, s_local, &rx, err, sizeof err);
+    static struct mon_thresh thresh;
+    mon_thresh_default(&thresh);
+    rx.cs = coord_server_new(&job, rx.loop, NULL, NULL, NULL, &thresh, s_local, &rx, err, sizeof err);
     assert_non_null(rx.cs);
     coord_server_local_hello(rx.cs);
     int guard = loop_timer_after_ms(rx.loop, 10000, s_give_up, &gave_up);
