@@ -28,7 +28,7 @@ static int s_grace_tick(loop_t *loop, int id, void *arg)
             continue;
         p->grace_timer = 0;
         cs->ngrace--;
-        if (p->reconnecting || p->fd >= 0 || (p->via && !p->vclosed) || cs->state == CS_DONE)
+        if (p->reconnecting || p->sess.fd >= 0 || (p->via && !p->vclosed) || cs->state == CS_DONE)
             return 0; /* on its way back (or back): the heartbeat timeout decides */
         char why[160];
         snprintf(why, sizeof why, "its connection closed (the agent ended?) and it did not reconnect within %d ms",
@@ -61,14 +61,14 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         peerlog_warn(cs->tr.plog, &PL_CLOSED, addr, "closed a connection from %s: %s (limits: docs/security.md)", addr,
                      whys[why] ? whys[why] : "?");
     cs->tr.zmtp_failed = 0;
-    if (tag < 1 || tag >= cs->npeers || !cs->peers[tag].used || cs->peers[tag].fd != fd)
+    if (tag < 1 || tag >= cs->npeers || !cs->peers[tag].used || cs->peers[tag].sess.fd != fd)
         return;
     struct peer *p = &cs->peers[tag];
     if (p->st != PS_MEMBER) {
         coord_peers_release(cs, tag);
         return;
     }
-    p->fd = -1;
+    p->sess.fd = -1;
     coord_conns_grace(cs, tag);
 }
 
@@ -128,11 +128,6 @@ void coord_conns_settle(coord_server_t *cs)
         conn_guard_gone(cs->tr.guard, gone[i].fd);
     }
     cs->tr.zmtp_failed = 0;
-}
-
-int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len)
-{
-    return conn_router_refuse(cs->tr.router, rid, rid_len, cs->job_id, cs->generation, "coordinator");
 }
 
 /* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as

@@ -6,11 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn_session.h"
 #include "coord_server.h"
 #include "tls_chan.h"
 #include "wire.h"
 
-#define CS_MAX_RID 256
 /* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
  * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */
 #define CS_RECONNECT_GRACE_MS 250
@@ -20,12 +20,11 @@ enum peer_state { PS_HANDSHAKE, PS_OPEN, PS_MEMBER, PS_GONE };
 struct peer {
     int used;
     int local;                  /* the agent of the coordinator's own node */
-    unsigned char rid[CS_MAX_RID];
-    size_t rid_len;
-    tls_chan_t *ch;             /* NULL in plaintext mode, for the local agent, and for a member whose session
-                                   broke (it keeps its membership until it rejoins or is lost) */
+    /* routing id, connection (ZMQ_SRCFD; conn_guard tags it with the peer's index; -1 none) and TLS session (NULL
+     * in plaintext mode, for the local agent, behind a relay, and for a member whose session broke: it keeps its
+     * membership until it rejoins or is lost), served by launcher/conn/conn_session.c */
+    struct conn_session_slot sess;
     enum peer_state st;
-    int fd;                     /* its connection (ZMQ_SRCFD; conn_guard tags it with the peer's index); -1 none */
     int grace_timer;            /* member whose connection closed: lost when this fires */
     int reconnecting;           /* ... but a connection from its address came since: the heartbeat decides */
     char from[80];              /* remote address */
@@ -51,14 +50,10 @@ struct peer {
 /* The table with the local agent's slot (peer 0); 0, or -1 out of memory. */
 int coord_peers_init(coord_server_t *cs);
 void coord_peers_free(coord_server_t *cs);
-/* The session of routing id rid (which came on fd), or -1. */
-int coord_peers_find(coord_server_t *cs, int fd, const unsigned char *rid, size_t len);
-/* A new session slot for rid; the caller tags the connection with it (conn_guard_set_tag) once it is sure the
- * frame came from that connection. The index, or -1. */
+/* A new session slot for rid (not indexed: conn_session_index); the caller tags the connection with it
+ * (conn_guard_set_tag) once it is sure the frame came from that connection. The index, or -1. Sessions are found
+ * by routing id through conn_session_find (cs->tr.sess). */
 int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd);
-/* Sends every pending TLS record of the session as one frame each. 0, or -1 with errno (EHOSTUNREACH: its
- * connection is gone). */
-int coord_peers_flush(coord_server_t *cs, struct peer *p);
 /* Ends the peer's session (close_notify) and forgets it; its connection is closed shortly, once a last message
  * (a REFUSE, an alert) has left. why: logged when not NULL. */
 void coord_peers_drop(coord_server_t *cs, int peer, const char *why);

@@ -48,8 +48,6 @@ struct coord_server {
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
     struct coord_transport tr;  /* coord_transport.h */
     struct coord_members members;
-    hindex_t rids;              /* sessions by routing id (coord_peers.c) */
-    int rid_broken;             /* out of memory once: lookups scan */
     int free_hint;              /* no free peer slot below this index */
     int ngrace;                 /* members in their reconnect grace */
     int bye_cursor;             /* coord_end_maybe_finish: every member below this index said BYE */

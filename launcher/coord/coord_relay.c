@@ -65,7 +65,7 @@ static int s_asks_direct(const unsigned char *rid, size_t rid_len)
 void coord_relay_direct(coord_server_t *cs, int peer)
 {
     struct peer *p = &cs->peers[peer];
-    if (cs->tree.want && cs->tree.direct_left > 0 && !s_asks_direct(p->rid, p->rid_len)) {
+    if (cs->tree.want && cs->tree.direct_left > 0 && !s_asks_direct(p->sess.rid, p->sess.rid_len)) {
         cs->tree.direct_left--;
         p->direct_slot = 1;
     }
@@ -233,7 +233,7 @@ void coord_relay_consider(coord_server_t *cs, int peer)
 {
     struct coord_tree *t = &cs->tree;
     struct peer *p = &cs->peers[peer];
-    if (!t->want || t->asked >= t->want || p->local || p->via || p->relay || !p->ch)
+    if (!t->want || t->asked >= t->want || p->local || p->via || p->relay || !p->sess.ch)
         return;
     if (t->nrelays == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;

@@ -1,6 +1,8 @@
 /* coord_transport: the coordinator's transport: a ZeroMQ ROUTER whose peers are agents behind TLS 1.3 sessions
- * (or plaintext with --insecure), the in-process agent of its own node, refusals, heartbeats. Connections and
- * their limits: coord_conns.c; the table of sessions: coord_peers.c. */
+ * (or plaintext with --insecure), the in-process agent of its own node, heartbeats, and the coordinator's policy
+ * for the sessions' server of launcher/conn/conn_session.c (redirects, the admission queue, a member that keeps
+ * its place while it reconnects). Connections and their limits: coord_conns.c; the table of sessions:
+ * coord_peers.c. */
 #include "coord_priv.h"
 
 #include <errno.h>
@@ -12,13 +14,6 @@
 
 #include "log.h"
 #include "zrouter.h"
-
-/* Warnings about peers that never authenticated: counted and summed up (peerlog), never one line per frame. */
-static const struct peerlog_kind PL_NOT_TLS = { "refused", "connection", "connections",
-                                                "their first frame is not a TLS ClientHello" };
-static const struct peerlog_kind PL_FRAMES = { "refused", "frame", "frames", "sent on refused connections" };
-static const struct peerlog_kind PL_HANDSHAKE = { "refused", "TLS handshake", "TLS handshakes", "failed" };
-static const struct peerlog_kind PL_STALE = { "ignored", "TLS record", "TLS records", "for sessions that are over" };
 
 void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len)
 {
@@ -49,12 +44,10 @@ static int s_send(coord_server_t *cs, int peer, const void *buf, size_t len, int
     } else if (p->local) {
         rc = coord_mail_post(cs, 1, buf, len);
     } else if (!cs->tls) {
-        rc = zmq_send(cs->tr.router, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        rc = zmq_send(cs->tr.router, p->sess.rid, p->sess.rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
                      zmq_send(cs->tr.router, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
-    } else if (!p->ch || tls_chan_send(p->ch, buf, len) < 0) {
-        rc = -1;
     } else {
-        coord_peers_flush(cs, p);
+        rc = conn_session_send(cs->tr.sess, &p->sess, buf, len);
     }
     return rc;
 }
@@ -109,139 +102,130 @@ static void s_on_message(coord_server_t *cs, int peer, const void *data, size_t 
     wire_free(&m);
 }
 
-/* A frame of a session. first: its ClientHello, from a connection that may be over by now (its descriptor then
- * names another connection): the session is tied to the connection only once its answer could be sent. */
-static void s_on_session_frame(coord_server_t *cs, int fd, int peer, int first, const void *data, size_t len)
+/* ---- the coordinator's policy for its sessions' server (struct conn_session_ops) ------------------------------ */
+
+static struct conn_session_slot *s_sess_slot(void *arg, int peer)
 {
+    coord_server_t *cs = arg;
+    struct peer *p = peer >= 1 && peer < cs->npeers ? &cs->peers[peer] : NULL;
+    return p && p->used && !p->local ? &p->sess : NULL;
+}
+
+static int s_sess_nslots(void *arg)
+{
+    return ((coord_server_t *)arg)->npeers;
+}
+
+static int s_sess_open(void *arg, int fd, const unsigned char *rid, size_t rid_len)
+{
+    coord_server_t *cs = arg;
+    int peer = coord_peers_new(cs, rid, rid_len, fd);
+    if (peer >= 0)
+        coord_relay_direct(cs, peer); /* it may hold one of the tree's direct places while it authenticates */
+    return peer;
+}
+
+static void s_sess_release(void *arg, int peer)
+{
+    coord_peers_release(arg, peer);
+}
+
+static void s_sess_restart(void *arg, int peer)
+{
+    coord_server_t *cs = arg;
     struct peer *p = &cs->peers[peer];
-    const char *addr = conn_guard_addr(cs->tr.guard, fd);
-    int failed = tls_chan_feed(p->ch, data, len) < 0;
-    if (coord_peers_flush(cs, p) < 0 && errno == EHOSTUNREACH && first) { /* the alert tells the agent why */
-        coord_peers_release(cs, peer); /* no route back: the frame came from a connection that is over */
-        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
+    if (p->st != PS_MEMBER) {
+        coord_peers_release(cs, peer);
         return;
     }
-    if (first)
-        conn_guard_set_tag(cs->tr.guard, fd, peer);
-    if (failed) {
-        if (p->st == PS_HANDSHAKE)
-            peerlog_warn(cs->tr.plog, &PL_HANDSHAKE, addr, "refused %s: %s", addr, tls_chan_error(p->ch));
-        else
-            log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from,
-                     tls_chan_error(p->ch));
-        if (p->st == PS_MEMBER && p->relay)
-            coord_relay_gone(cs, peer, 0, "its session with the coordinator failed");
-        if (p->st == PS_MEMBER)
-            coord_peers_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
-        else
-            coord_peers_drop(cs, peer, NULL);
-        return;
-    }
-    if (p->st == PS_HANDSHAKE && tls_chan_is_established(p->ch)) {
-        log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->ch));
-        conn_guard_trust(cs->tr.guard, fd);
-        p->direct_slot = 0; /* its place among the nodes taken directly is spent for good */
-        coord_transport_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
-    }
-    void *msg;
-    size_t mlen;
-    while (cs->peers[peer].used && cs->peers[peer].ch && tls_chan_recv(cs->peers[peer].ch, &msg, &mlen) == 1) {
-        s_on_message(cs, peer, msg, mlen);
-        free(msg);
-    }
+    /* the member keeps its place until it rejoins on the new session or is lost */
+    log_warn("node %d (%s) started a new TLS session", p->node_rank, p->host);
+    if (p->relay)
+        coord_relay_gone(cs, peer, 0, "it started a new session");
+    coord_peers_detach(cs, peer);
 }
 
-/* A ClientHello: a new session on this connection, within the cap of handshakes under way. */
-static void s_new_session(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
-                          size_t len)
+static void s_sess_ready(void *arg, int peer)
 {
-    if (coord_relay_route(cs, fd, rid, rid_len)) /* sent to a relay */
-        return;
-    int moved = conn_guard_pending(cs->tr.guard, fd), peer;
-    if (moved == 2) { /* every handshake slot is taken: it waits its turn */
-        if (coord_admit_push(cs, fd, rid, rid_len, data, len) < 0)
-            conn_guard_close(cs->tr.guard, fd, CONN_HANDSHAKES);
-        return;
-    }
-    if (moved < 0) /* no live connection */
-        return;
-    if ((peer = coord_peers_new(cs, rid, rid_len, fd)) < 0 || !(cs->peers[peer].ch = tls_chan_new(cs->tls))) {
-        log_error("coordinator: out of memory for a session with %s", conn_guard_addr(cs->tr.guard, fd));
-        if (peer >= 0)
-            coord_peers_release(cs, peer);
-        conn_guard_close(cs->tr.guard, fd, CONN_REFUSAL);
-        return;
-    }
-    coord_relay_direct(cs, peer);
-    s_on_session_frame(cs, fd, peer, 1, data, len);
-    if (moved && !cs->peers[peer].used && conn_guard_tag(cs->tr.guard, fd) < 0)
-        conn_guard_unpend(cs->tr.guard, fd); /* it was not this connection's handshake */
+    coord_server_t *cs = arg;
+    struct peer *p = &cs->peers[peer];
+    log_info("TLS session with %s as '%s'", p->from, tls_chan_peer_name(p->sess.ch));
+    p->direct_slot = 0; /* its place among the nodes taken directly is spent for good */
+    coord_transport_hello(cs, peer); /* the coordinator speaks first: the agent learns it was accepted */
 }
 
-/* A frame whose routing id has no session: the first of a connection, or one that a connection sent before it
- * ended (its descriptor may be another connection's by now: the monitor's news is taken in first). */
-static void s_on_new_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
-                           size_t len)
+static void s_sess_message(void *arg, int peer, const void *data, size_t len)
 {
-    const char *addr;
-    coord_conns_drain_monitor(cs);
-    enum conn_state st = conn_guard_lookup(cs->tr.guard, fd, 1, &addr);
-    const unsigned char *b = data;
-    if (st == CONN_REFUSED || st == CONN_CLOSING) { /* a flood: counted, never answered */
-        if (st == CONN_REFUSED)
-            conn_guard_close(cs->tr.guard, fd, CONN_REFUSAL);
-        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
-    } else if (!cs->tls) { /* plaintext (--insecure): every peer is taken in */
-        int peer = coord_peers_new(cs, rid, rid_len, fd);
-        if (peer >= 0 && coord_transport_hello(cs, peer) < 0) {
-            coord_peers_release(cs, peer); /* no route back: a frame of a connection that is over */
-        } else if (peer >= 0) {
-            conn_guard_set_tag(cs->tr.guard, fd, peer);
-            conn_guard_trust(cs->tr.guard, fd);
-            if (len > 0)
-                s_on_message(cs, peer, data, len);
-        }
-    } else if (tls_chan_is_client_hello(data, len)) {
-        s_new_session(cs, fd, rid, rid_len, data, len);
-    } else if (len >= 5 && b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03) {
-        peerlog_count(cs->tr.plog, &PL_STALE, addr, 1); /* a session that is over, or an old socket reconnected */
-    } else if (coord_conns_refuse_plaintext(cs, rid, rid_len) == 0) { /* sent: the frame's connection is this live one */
-        peerlog_warn(cs->tr.plog, &PL_NOT_TLS, addr, "refused %s: its first frame is not a TLS ClientHello (a "
-                     "plaintext ZeroMQ client? give it the job's --token or --tls-dir)", addr);
-        conn_guard_refuse(cs->tr.guard, fd);
-    } else {
-        peerlog_count(cs->tr.plog, &PL_FRAMES, addr, 1);
-    }
+    s_on_message(arg, peer, data, len);
 }
 
-static void s_on_frame(coord_server_t *cs, int fd, const unsigned char *rid, size_t rid_len, const void *data,
-                       size_t len)
+static void s_sess_failed(void *arg, int peer, int handshake, const char *why)
 {
-    int peer = coord_peers_find(cs, fd, rid, rid_len);
-    if (peer < 0) {
-        s_on_new_frame(cs, fd, rid, rid_len, data, len);
+    coord_server_t *cs = arg;
+    struct peer *p = &cs->peers[peer];
+    if (!handshake)
+        log_warn("session with %s (%s) failed: %s", p->host[0] ? p->host : "an agent", p->from, why);
+    if (p->st == PS_MEMBER && p->relay)
+        coord_relay_gone(cs, peer, 0, "its session with the coordinator failed");
+    if (p->st == PS_MEMBER)
+        coord_peers_detach(cs, peer); /* it comes back on a new session, or the heartbeat timeout ends it */
+    else
+        coord_peers_drop(cs, peer, NULL);
+}
+
+static int s_sess_gate(void *arg, int fd, const unsigned char *rid, size_t rid_len)
+{
+    return coord_relay_route(arg, fd, rid, rid_len); /* 1: sent to a relay, before any handshake */
+}
+
+static int s_sess_wait(void *arg, int fd, const unsigned char *rid, size_t rid_len, const void *hello, size_t len)
+{
+    return coord_admit_push(arg, fd, rid, rid_len, hello, len); /* every handshake slot is taken: it waits its turn */
+}
+
+static void s_sess_drain(void *arg)
+{
+    coord_conns_drain_monitor(arg);
+}
+
+/* Plaintext (--insecure): every peer is taken in. */
+static void s_sess_plain(void *arg, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
+{
+    coord_server_t *cs = arg;
+    int peer = coord_peers_new(cs, rid, rid_len, fd);
+    if (peer < 0)
+        return;
+    conn_session_index(cs->tr.sess, peer);
+    if (coord_transport_hello(cs, peer) < 0) {
+        coord_peers_release(cs, peer); /* no route back: a frame of a connection that is over */
         return;
     }
-    if (conn_guard_tag(cs->tr.guard, fd) == peer)
-        conn_guard_active(cs->tr.guard, fd);
-    if (!cs->tls) {
-        if (len > 0)
-            s_on_message(cs, peer, data, len);
-    } else if (tls_chan_is_client_hello(data, len)) { /* the same connection starts over */
-        if (cs->peers[peer].st == PS_MEMBER) {
-            /* the member keeps its place until it rejoins on the new session or is lost */
-            log_warn("node %d (%s) started a new TLS session", cs->peers[peer].node_rank, cs->peers[peer].host);
-            if (cs->peers[peer].relay)
-                coord_relay_gone(cs, peer, 0, "it started a new session");
-            coord_peers_detach(cs, peer);
-        } else {
-            coord_peers_release(cs, peer);
-        }
-        s_new_session(cs, fd, rid, rid_len, data, len);
-    } else if (cs->peers[peer].ch) {
-        s_on_session_frame(cs, fd, peer, 0, data, len);
-    }
+    conn_guard_set_tag(cs->tr.guard, fd, peer);
+    conn_guard_trust(cs->tr.guard, fd);
+    if (len > 0)
+        s_on_message(cs, peer, data, len);
 }
+
+static uint32_t s_sess_generation(void *arg)
+{
+    return ((coord_server_t *)arg)->generation;
+}
+
+static const struct conn_session_ops s_sess_ops = {
+    .slot = s_sess_slot,
+    .nslots = s_sess_nslots,
+    .open = s_sess_open,
+    .release = s_sess_release,
+    .restart = s_sess_restart,
+    .ready = s_sess_ready,
+    .message = s_sess_message,
+    .failed = s_sess_failed,
+    .gate = s_sess_gate,
+    .wait = s_sess_wait,
+    .drain = s_sess_drain,
+    .plain = s_sess_plain,
+    .generation = s_sess_generation,
+};
 
 /* Waiting ClientHellos, oldest first, while handshake slots are free. */
 static void s_admit(coord_server_t *cs)
@@ -253,8 +237,8 @@ static void s_admit(coord_server_t *cs)
     /* one sent to a relay takes no handshake slot: the queue moves on while relays have room */
     while ((a = cs->tr.admit_head) != NULL && (conn_guard_pending_room(cs->tr.guard) || coord_relay_room(cs))) {
         a = coord_admit_pop(cs);
-        if (coord_admit_current(cs, a) && coord_peers_find(cs, a->fd, a->data, a->rid_len) < 0)
-            s_new_session(cs, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
+        if (coord_admit_current(cs, a) && conn_session_find(cs->tr.sess, a->fd, a->data, a->rid_len) < 0)
+            conn_session_hello(cs->tr.sess, a->fd, a->data, a->rid_len, a->data + a->rid_len, a->len);
         free(a);
     }
 }
@@ -274,8 +258,9 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         }
         /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
         int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
-        if (ok && cfd >= 0 && zmq_msg_size(&rid) <= CS_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
-            s_on_frame(cs, cfd, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body), zmq_msg_size(&body));
+        if (ok && cfd >= 0 && zmq_msg_size(&rid) <= CONN_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
+            conn_session_frame(cs->tr.sess, cfd, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body),
+                               zmq_msg_size(&body));
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
@@ -395,10 +380,6 @@ int coord_transport_open(coord_server_t *cs, const char *endpoint, const struct 
     cs->tr.ev = *ev;
     if (!endpoint) /* one node: the agent of this process is the only member; nothing listens */
         return 0;
-    if (!(cs->tr.frame = malloc(TLS_CHAN_FRAME_MAX))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     cs->tr.router = zmq_socket(cs->zctx, ZMQ_ROUTER);
     if (!cs->tr.router || zmq_setsockopt(cs->tr.router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
         zmq_setsockopt(cs->tr.router, ZMQ_ROUTER_MANDATORY, &one, sizeof one) < 0 ||
@@ -410,6 +391,10 @@ int coord_transport_open(coord_server_t *cs, const char *endpoint, const struct 
         return -1;
     }
     if (coord_conns_open(cs, s_on_router, err, errlen) < 0)
+        return -1;
+    struct conn_session_cfg sc = { .router = cs->tr.router, .guard = cs->tr.guard, .plog = cs->tr.plog,
+                                   .tls = cs->tls, .job_id = cs->job_id, .who = "coordinator", .prefix = "" };
+    if (!(cs->tr.sess = conn_session_new(&sc, &s_sess_ops, cs, err, errlen)))
         return -1;
     if (zmq_bind(cs->tr.router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
@@ -446,10 +431,9 @@ void coord_transport_close(coord_server_t *cs)
         loop_remove_socket(cs->loop, cs->tr.router);
     }
     coord_admit_free(cs);
+    conn_session_destroy(&cs->tr.sess);
     coord_conns_close(cs);
     if (cs->tr.router)
         zmq_close(cs->tr.router);
     cs->tr.router = NULL;
-    free(cs->tr.frame);
-    cs->tr.frame = NULL;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "conn_guard.h"
+#include "conn_session.h"
 #include "coord_server.h"
 #include "heartbeat.h"
 #include "loop.h"
@@ -35,12 +36,13 @@ struct coord_events {
 };
 
 /* The transport's state (in struct coord_server as `tr`): written by coord_transport.c, coord_conns.c,
- * coord_admit.c and coord_mail.c; the others use the socket and scratch frame to send to their sessions. */
+ * coord_admit.c and coord_mail.c; the others use the socket and the sessions' server to send to their sessions. */
 struct coord_transport {
     void *router, *monitor;
-    unsigned char *frame;       /* scratch for one TLS record's frame */
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
     peerlog_t *plog;            /* warnings about unauthenticated peers, bounded */
+    conn_session_t *sess;       /* the sessions' server (launcher/conn/): frames, handshakes, sessions by routing
+                                   id; the coordinator's policy through its handlers (coord_transport.c) */
     struct coord_events ev;     /* the floors above the transport, set by coord_server_new: called only through these */
     int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
     unsigned zmtp_error;
@@ -118,7 +120,5 @@ void coord_conns_settle(coord_server_t *cs);
 /* A member whose session ended (its connection, or its session behind a relay) is lost unless it is back within
  * CS_RECONNECT_GRACE_MS. */
 void coord_conns_grace(coord_server_t *cs, int peer);
-/* A plaintext REFUSE to routing id rid ("this coordinator requires TLS"). 0 sent, -1 not (no such peer now). */
-int coord_conns_refuse_plaintext(coord_server_t *cs, const unsigned char *rid, size_t rid_len);
 
 #endif

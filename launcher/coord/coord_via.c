@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn_router.h"
 
 /* A RELAYED stays well inside WIRE_MAX_MSG: a queue this full is flushed before it takes more. */
 #define VIA_MAX_BYTES (WIRE_MAX_MSG - 8192)
@@ -175,8 +174,8 @@ static void *s_take(coord_server_t *cs, struct crelay *r, size_t *len, int *fail
 void coord_via_send(coord_server_t *cs, int peer, const void *buf, size_t len)
 {
     struct peer *p = peer >= 1 ? &cs->peers[peer] : NULL;
-    if (buf && p && p->used && p->ch && tls_chan_send(p->ch, buf, len) == 0)
-        conn_router_flush(cs->tr.router, p->rid, p->rid_len, p->ch, cs->tr.frame);
+    if (buf && p && p->used)
+        conn_session_send(cs->tr.sess, &p->sess, buf, len);
 }
 
 void coord_via_flush(coord_server_t *cs, struct crelay *r)

@@ -1,7 +1,7 @@
 /* relay: an agent's service to the nodes the coordinator sends it (its children): a ROUTER on the agent's own
- * address, a TLS 1.3 server session per child, the coordinator's limits on peers that never authenticate
- * (conn_guard fed by the ROUTER's monitor, peerlog), HELLO and heartbeats to each child, and their messages both
- * ways (up: relay_up.c's batches). */
+ * address, a TLS 1.3 server session per child (launcher/conn/conn_session.c, the relay's policy in
+ * relay_kids.c), the coordinator's limits on peers that never authenticate (conn_guard fed by the ROUTER's
+ * monitor, peerlog), heartbeats to each child, and their messages both ways (up: relay_up.c's batches). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
     relay_t *r = arg;
     if (why != CONN_GONE && why != CONN_REFUSAL && (was == CONN_NEW || was == CONN_PENDING))
         peerlog_warn(r->plog, &PL_CLOSED, addr, "relay: closed a connection from %s (limits: docs/security.md)", addr);
-    if (tag >= 0 && tag < r->nkids && r->kids[tag].used && r->kids[tag].fd == fd)
+    if (tag >= 0 && tag < r->nkids && r->kids[tag].used && r->kids[tag].sess.fd == fd)
         relay_kids_end(r, tag, "its connection closed", 0);
 }
 
@@ -59,6 +59,11 @@ static void s_drain_monitor(relay_t *r)
     }
 }
 
+static void s_drain(void *arg)
+{
+    s_drain_monitor(arg);
+}
+
 /* What waits goes up; what could not (the relay's own session is down) means its children's sessions must end:
  * the coordinator will never hear of them. */
 static void s_up_flush(relay_t *r)
@@ -85,9 +90,8 @@ static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *ar
         }
         int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
         size_t rl = zmq_msg_size(&rid), bl = zmq_msg_size(&body);
-        if (ok && cfd >= 0 && rl <= RL_MAX_RID && bl <= TLS_CHAN_FRAME_MAX) {
-            relay_kids_frame(r, cfd, zmq_msg_data(&rid), rl, zmq_msg_data(&body), bl);
-        }
+        if (ok && cfd >= 0 && rl <= CONN_MAX_RID && bl <= TLS_CHAN_FRAME_MAX)
+            conn_session_frame(r->sess, cfd, zmq_msg_data(&rid), rl, zmq_msg_data(&body), bl);
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
@@ -260,8 +264,7 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
         return NULL;
     relay_t *r = calloc(1, sizeof *r);
     struct conn_limits lim;
-    if (!r || !(r->frame = malloc(TLS_CHAN_FRAME_MAX))) {
-        free(r);
+    if (!r) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -285,7 +288,7 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
         snprintf(err, errlen, "out of memory");
         goto error;
     }
-    if (s_listen(r, cfg->bind_addr, err, errlen) < 0)
+    if (s_listen(r, cfg->bind_addr, err, errlen) < 0 || !(r->sess = relay_kids_server(r, s_drain, err, errlen)))
         goto error;
     heartbeat_init(&r->hb, r->hb_interval_ms / 1000.0, r->hb_timeout_ms / 1000.0);
     r->hb.sent_ns = loop_now_ns(); /* the first one an interval from now: no node has its ASSIGN yet */
@@ -325,6 +328,5 @@ void relay_destroy(relay_t **pr)
     }
     conn_guard_destroy(&r->guard);
     peerlog_destroy(&r->plog);
-    free(r->frame);
     free(r);
 }

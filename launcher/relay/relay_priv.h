@@ -1,26 +1,24 @@
 /* relay_priv: the relay's state, shared by relay.c (life cycle, connections, heartbeats, the coordinator's
- * messages) and the floor below it, relay_kids.c (the children's sessions and frames). Not for other modules. */
+ * messages) and the floor below it, relay_kids.c (the children's table and the relay's policy for their sessions:
+ * launcher/conn/conn_session.c serves them). Not for other modules. */
 #ifndef PLAUNCH_RELAY_PRIV_H
 #define PLAUNCH_RELAY_PRIV_H
 
 #include "conn_guard.h"
+#include "conn_session.h"
 #include "heartbeat.h"
 #include "hindex.h"
 #include "peerlog.h"
 #include "relay.h"
 #include "relay_up.h"
 
-#define RL_MAX_RID 256
 #define RL_GONE_MAX 64
 #define RL_LINGER_MS 500
 
 struct rchild {
     int used;
-    unsigned char rid[RL_MAX_RID];
-    size_t rid_len;
-    int fd;
+    struct conn_session_slot sess; /* routing id, connection, TLS session (launcher/conn/conn_session.c) */
     uint32_t handle;
-    tls_chan_t *ch;
     int opened;                 /* HELLO sent, OPENED queued */
     int watched;                /* it has an ASSIGN: its silence is news */
     uint64_t last_ns;
@@ -36,30 +34,29 @@ struct relay {
     char endpoint[WIRE_MAX_ENDPOINT + 1];
     conn_guard_t *guard;
     peerlog_t *plog;
+    conn_session_t *sess;       /* the sessions' server: frames, handshakes, sessions by routing id */
     struct rchild *kids;
     int nkids, cap, live;
-    hindex_t by_rid, by_handle;
-    int index_broken;
+    hindex_t by_handle;
+    int index_broken;           /* by_handle ran out of memory once: lookups scan */
     uint32_t next_handle;
     int hb_timer;
     long hb_tick_ms;
     struct heartbeat hb;        /* to each watched child, and the silence rule */
-    unsigned char *frame;
     struct relay_up up;
     int gone[RL_GONE_MAX], ngone;
     long unknown;               /* handles from the coordinator that are over */
 };
 
 /* relay_kids.c */
+/* The sessions' server, calling the relay's handlers (relay_kids.c) and drain (the monitor's news, relay.c's).
+ * NULL + message. */
+conn_session_t *relay_kids_server(relay_t *r, void (*drain)(void *arg), char *err, size_t errlen);
 int relay_kids_find_handle(const relay_t *r, uint32_t handle);
-/* Every pending TLS record of child c, one frame each. */
-void relay_kids_flush(relay_t *r, struct rchild *c);
 int relay_kids_send(relay_t *r, struct rchild *c, const void *buf, size_t len);
 /* Ends child i's session. why: CLOSED for the coordinator (NULL: nothing, it asked or knows already); say_bye: a
  * close_notify leaves first. */
 void relay_kids_end(relay_t *r, int i, const char *why, int say_bye);
-/* A frame from routing id rid on connection fd (ZMQ_SRCFD): its session's, or a new session's ClientHello. */
-void relay_kids_frame(relay_t *r, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len);
 void relay_kids_free(relay_t *r);
 
 #endif

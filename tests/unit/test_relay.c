@@ -1,7 +1,8 @@
 /* Unit tests for the relay (launcher/relay/): a real relay_t in a real loop_t with a TLS 1.3 PSK context, children
  * that are real ZeroMQ DEALERs with client TLS sessions (as tests/agentsim drives them), and an `up` that records
  * every item. HELLO first, OPENED, exact bytes up, heartbeats both ways, relay_down's MESSAGE/watch/DROP, SILENT,
- * CLOSED, batching, plaintext and over-cap clients refused. Every wait is a loop run bounded by a deadline. */
+ * CLOSED, batching, plaintext and over-cap clients refused, stale TLS records ignored. Every wait is a loop run
+ * bounded by a deadline. */
 #include "tls_fixture.h"
 
 #include <zmq.h>
@@ -590,6 +591,25 @@ static void test_plaintext_refused(void **state)
     s_fx_free(f);
 }
 
+/* A TLS record without a session (one a child sent on a session that is over) is counted, not answered: the
+ * connection is not refused, and the same child's ClientHello after it opens a session (the coordinator's rule). */
+static void test_stale_record(void **state)
+{
+    struct fx *f = s_fx_new(4);
+    int k = s_kid_new(f, 0);
+    struct kid *kid = &f->kids[k];
+    unsigned char rec[5 + 16] = { 0x17, 0x03, 0x03, 0x00, 16 };
+    assert_int_equal(zmq_send(kid->sock, rec, sizeof rec, 0), (int)sizeof rec);
+    kid->ch = tls_chan_new(f->cctx);
+    assert_int_equal(tls_chan_connect(kid->ch), 0);
+    s_kid_flush(kid);
+    UNTIL(f, c_hello, &k);
+    assert_int_equal(kid->types[0], WIRE_HELLO);
+    assert_false(kid->refused);
+    assert_int_equal(relay_children(f->r), 1);
+    s_fx_free(f);
+}
+
 /* max_children 1: sessions are capped at 1 + 0 + 8; the tenth ClientHello is refused (its connection closed). */
 static void test_cap(void **state)
 {
@@ -714,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_closed),
         cmocka_unit_test(test_drop),
         cmocka_unit_test(test_plaintext_refused),
+        cmocka_unit_test(test_stale_record),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_drop_all),
