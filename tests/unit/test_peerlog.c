@@ -38,14 +38,7 @@ static int teardown(void **state)
 /* Lines of the log that contain text. */
 static int s_lines(const char *text)
 {
-    char line[4096];
-    int n = 0;
-    FILE *f = fopen(s_path, "r");
-    assert_non_null(f);
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, text) != NULL;
-    fclose(f);
-    return n;
+    return tu_count_lines(s_path, text);
 }
 
 static void test_burst_then_one_summary(void **state)

@@ -72,6 +72,20 @@ static inline void tu_copy(const char *from, const char *to, mode_t mode)
 static int tu_saved_fd[2] = { -1, -1 };
 static char tu_capture_path[64];
 
+/* Lines of the file at path that contain text (-1: no such file). */
+static inline int tu_count_lines(const char *path, const char *text)
+{
+    char line[4096];
+    int n = 0;
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return -1;
+    while (fgets(line, sizeof line, fp))
+        n += strstr(line, text) != NULL;
+    fclose(fp);
+    return n;
+}
+
 static inline void tu_capture_begin(void)
 {
     int fd;
