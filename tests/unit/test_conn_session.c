@@ -577,17 +577,12 @@ static void test_gate_and_wait(void **state)
 
 static int setup(void **state)
 {
-    char err[256];
-    s_dir = tu_mkdtemp("connsess");
-    snprintf(s_log, sizeof s_log, "%s/plaunch.log", s_dir);
-    log_set_stderr_level(LOG_ERROR + 1);
-    return log_open(s_dir, "plaunch.log", 1, err, sizeof err);
+    return tu_log_begin("connsess", &s_dir, s_log, sizeof s_log);
 }
 
 static int teardown(void **state)
 {
-    log_close();
-    tu_rmtree(s_dir);
+    tu_log_end(s_dir);
     return 0;
 }
 

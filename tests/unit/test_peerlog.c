@@ -21,17 +21,12 @@ static char s_path[512];
 
 static int setup(void **state)
 {
-    s_dir = tu_mkdtemp("peerlog");
-    char err[256];
-    snprintf(s_path, sizeof s_path, "%s/plaunch.log", s_dir);
-    log_set_stderr_level(LOG_ERROR + 1);
-    return log_open(s_dir, "plaunch.log", 1, err, sizeof err);
+    return tu_log_begin("peerlog", &s_dir, s_path, sizeof s_path);
 }
 
 static int teardown(void **state)
 {
-    log_close();
-    tu_rmtree(s_dir);
+    tu_log_end(s_dir);
     return 0;
 }
 

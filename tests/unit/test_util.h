@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+
 /* A fresh mkdtemp directory; the path is malloc'd. */
 static inline char *tu_mkdtemp(const char *tag)
 {
@@ -84,6 +86,23 @@ static inline int tu_count_lines(const char *path, const char *text)
         n += strstr(line, text) != NULL;
     fclose(fp);
     return n;
+}
+
+/* A scratch log directory with this process's plaunch.log in it (its path into path), the terminal quiet below
+ * LOG_ERROR + 1: for tests that read what was logged. 0, or -1; tu_log_end closes the log and removes it all. */
+static inline int tu_log_begin(const char *tag, char **dir, char *path, size_t cap)
+{
+    char err[256];
+    *dir = tu_mkdtemp(tag);
+    snprintf(path, cap, "%s/plaunch.log", *dir);
+    log_set_stderr_level(LOG_ERROR + 1);
+    return log_open(*dir, "plaunch.log", 1, err, sizeof err);
+}
+
+static inline void tu_log_end(char *dir)
+{
+    log_close();
+    tu_rmtree(dir);
 }
 
 static inline void tu_capture_begin(void)
