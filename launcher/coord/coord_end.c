@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "esc.h"
 #include "log.h"
 
 void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
@@ -109,6 +110,28 @@ void coord_end_maybe_finish(coord_server_t *cs)
 #define CE_QUOTE_LINE 200 /* bytes of one quoted line of an error file shown (its node cuts them shorter) */
 #define CE_QUOTE_LINES 10
 
+/* n lines a node sent, each under prefix, cut at max bytes and made safe for a terminal (esc_term: a worker's
+ * output or its error file may hold escape sequences, and this block is printed on the coordinator's terminal).
+ * Into out (cap >= 1, NUL-terminated): the last whole lines that fit. */
+static void s_quote_lines(const char *prefix, char *const *lines, size_t n, size_t max, char *out, size_t cap)
+{
+    char safe[WIRE_MAX_TEXT * 4 + 1];
+    size_t first = n, need = 1, plen = strlen(prefix);
+    while (first > 0) { /* the last lines matter most: count back while they fit */
+        size_t k = plen + esc_term(safe, sizeof safe, lines[first - 1], strnlen(lines[first - 1], max), 0) + 1;
+        if (need + k > cap)
+            break;
+        need += k;
+        first--;
+    }
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = first; i < n; i++) {
+        esc_term(safe, sizeof safe, lines[i], strnlen(lines[i], max), 0);
+        o += (size_t)snprintf(out + o, cap - o, "%s%s\n", prefix, safe);
+    }
+}
+
 /* The lines the failed rank's agent quoted from its TORCHELASTIC_ERROR_FILE (torch's @record), under a heading
  * that says where the file is (the path its node sent; on another node, its name there); nothing when the rank
  * wrote none. */
@@ -124,9 +147,12 @@ static void s_quote_error_file(const struct peer *p, const Plaunch__WorkerExit *
         snprintf(where, sizeof where, "%s", x->error_file[0] ? x->error_file : name);
     else
         snprintf(where, sizeof where, "%s in the --log-dir of %s", name, p->host);
-    size_t o = (size_t)snprintf(out, cap, "  error file    : %s (TORCHELASTIC_ERROR_FILE)\n", where);
-    for (size_t i = 0; i < x->n_error_quote && i < CE_QUOTE_LINES && o + 8 < cap; i++)
-        o += (size_t)snprintf(out + o, cap - o, "    > %.*s\n", CE_QUOTE_LINE, x->error_quote[i]);
+    char safe[sizeof where * 4];
+    esc_term(safe, sizeof safe, where, strlen(where), 0);
+    size_t o = (size_t)snprintf(out, cap, "  error file    : %s (TORCHELASTIC_ERROR_FILE)\n", safe);
+    if (o < cap)
+        s_quote_lines("    > ", x->error_quote, x->n_error_quote < CE_QUOTE_LINES ? x->n_error_quote : CE_QUOTE_LINES,
+                      CE_QUOTE_LINE, out + o, cap - o);
 }
 
 static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
@@ -141,9 +167,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    size_t o = 0;
-    for (size_t i = 0; i < x->n_log_tail && o + 8 < sizeof tail; i++)
-        o += (size_t)snprintf(tail + o, sizeof tail - o, "    | %s\n", x->log_tail[i]);
+    s_quote_lines("    | ", x->log_tail, x->n_log_tail, WIRE_MAX_TEXT, tail, sizeof tail);
     char logpath[PATH_MAX + 64], where[WIRE_MAX_HOST * 2 + 64], errq[CE_QUOTE_LINES * (CE_QUOTE_LINE + 8)] = "";
     if (p->local)
         snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # exit.t: plaunch's exit status is the first failing worker's; exec failures are 127/126 with a message; a
-# --log-dir that cannot be a directory is refused before the job is announced.
+# --log-dir that cannot be a directory is refused before the job is announced; the root-cause block quotes a
+# worker's log and error file with every byte a terminal would obey escaped (esc_term).
 . "$(dirname "$0")/lib.sh"
-plan 18
+plan 24
 
 run_plaunch --nproc-per-node 3 sh -c '[ "$RANK" = 1 ] && exit 7; sleep 30'
 is "$rc" 7 "a worker exiting 7 -> plaunch exits 7"
@@ -45,4 +46,23 @@ is "$(printf '%s\n' "$err" | grep -c '^plaunch: job ')$(cat afile)" "0keep" "ref
 rm -rf log # a run appends to the logs of earlier runs: count this run's markers only
 run_plaunch --nproc-per-node 2 --max-restarts 3 /nonexistent/prog
 is "$(grep -c 'generation' log/workerlog.0)" 1 "an exec failure is not retried (it would fail the same way)"
+# A worker that prints escape sequences (CSI, OSC with BEL, a C1 CSI in UTF-8, invalid UTF-8) and whose torch
+# error file holds some: the block shows them as \xNN and never sends the bytes themselves to the terminal.
+cat >escfail.sh <<'W'
+#!/bin/sh
+printf 'boom \033[31mRED\033]0;title\007 \302\233X \377 done\n'
+printf '{"message": "Bad\\u009b2J news \\u001b[1m"}' >"$TORCHELASTIC_ERROR_FILE"
+exit 3
+W
+chmod +x escfail.sh
+run_plaunch --nproc-per-node 1 --log-dir "$T/el" ./escfail.sh
+is "$rc" 3 "a worker printing escape sequences and exiting 3 -> 3"
+block=$(printf '%s\n' "$err" | grep -a -e '^    | ' -e '^    > ')
+like "$block" '^    \| boom \\x1b\[31mRED\\x1b\]0;title\\x07 \\xc2\\x9bX \\xff done$' \
+    "the log's last line: ESC, BEL, a C1 control and invalid UTF-8 shown as \\xNN"
+like "$block" '^    > Bad\\xc2\\x9b2J news \?\[1m$' "the error file's message: its C1 control shown as \\xNN"
+is "$(printf '%s' "$block" | LC_ALL=C grep -c -a -P '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|[\x80-\xff]')" 0 \
+    "no control byte, C1 control or stray high byte in the quoted lines"
+like "$(cat "$T/el/plaunch.log")" 'boom \\x1b\[31mRED' "plaunch.log keeps the same escaped block"
+is "$(LC_ALL=C grep -c -a -P '\x1b' "$T/el/plaunch.log")" 0 "plaunch.log holds no raw ESC"
 done_testing
