@@ -314,3 +314,14 @@ int wire_assign_endpoint(const Plaunch__Assign *a, uint32_t rank, char *buf, siz
     }
     return wire_fail(err, errlen, "rank %" PRIu32 ": not below world size %" PRIu32, rank, a->world_size);
 }
+
+void wire_report_init(wire_msg_t *msg, Plaunch__Report *r, const char *job_id, uint32_t generation,
+                      wire_report_t kind, void *body)
+{
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(&plaunch__report__descriptor, kind);
+    assert(f && f->type == PROTOBUF_C_TYPE_MESSAGE && body && ((ProtobufCMessage *)body)->descriptor == f->descriptor);
+    plaunch__report__init(r);
+    r->kind_case = kind;
+    *(void **)((char *)r + f->offset) = body;
+    wire_init(msg, job_id, generation, WIRE_REPORT, r);
+}

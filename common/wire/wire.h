@@ -12,7 +12,7 @@
 
 #include "wire.pb-c.h"
 
-#define WIRE_PROTOCOL_VERSION 4u
+#define WIRE_PROTOCOL_VERSION 5u
 
 /* Bounds (docs/protocol.md explains each). The largest valid message is an ASSIGN for 65536 ranks. */
 #define WIRE_MAX_MSG         (1u << 20)  /* encoded envelope, checked before unpacking */
@@ -28,8 +28,10 @@
 #define WIRE_NCCL_ID_BYTES   128
 #define WIRE_MAX_TEXT        1024        /* REFUSE/STOP text, one log line */
 #define WIRE_MAX_LOG_LINES   64
-#define WIRE_MAX_KIND        64
-#define WIRE_MAX_REPORT      (256u << 10)
+#define WIRE_MAX_REPORT      (256u << 10) /* a REPORT's document or text */
+#define WIRE_MIN_STACKS_MS   1000        /* STACKS_REQUEST.deadline_ms */
+#define WIRE_MAX_STACKS_MS   600000
+#define WIRE_MAX_AGE_MS      (86400000ll * 365) /* PROGRESS ages: a year */
 #define WIRE_MAX_RESTARTS    100000
 #define WIRE_MAX_GRACE_S     3600
 #define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */
@@ -97,6 +99,17 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
 #define WIRE_TO_WORKER                                                                                            \
     (WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER_DONE))
 
+/* A REPORT's kinds, as report->kind_case holds them (the oneof field numbers of Report in wire.proto). */
+typedef Plaunch__Report__KindCase wire_report_t;
+#define WIRE_R_NONE PLAUNCH__REPORT__KIND__NOT_SET
+#define WIRE_R_PROGRESS PLAUNCH__REPORT__KIND_PROGRESS
+#define WIRE_R_STACKS_REQUEST PLAUNCH__REPORT__KIND_STACKS_REQUEST
+#define WIRE_R_STACKS PLAUNCH__REPORT__KIND_STACKS
+#define WIRE_R_STACKS_DONE PLAUNCH__REPORT__KIND_STACKS_DONE
+#define WIRE_R_HEALTH PLAUNCH__REPORT__KIND_HEALTH
+#define WIRE_R_HEALTH_BLOCK PLAUNCH__REPORT__KIND_HEALTH_BLOCK
+#define WIRE_R_SUMMARY PLAUNCH__REPORT__KIND_SUMMARY
+
 /* "JOIN", "NCCL_ID_PUT", ...; "NONE" or "UNKNOWN" otherwise. */
 const char *wire_type_name(wire_type_t type);
 
@@ -105,6 +118,16 @@ const char *wire_type_name(wire_type_t type);
  *     Plaunch__Heartbeat hb = PLAUNCH__HEARTBEAT__INIT;  wire_msg_t m;
  *     wire_init(&m, "job-1", gen, WIRE_HEARTBEAT, &hb); */
 void wire_init(wire_msg_t *msg, const char *job_id, uint32_t generation, wire_type_t type, void *body);
+
+/* "PROGRESS", "STACKS_REQUEST", ...; "NONE" or "UNKNOWN" otherwise. */
+const char *wire_report_name(wire_report_t kind);
+
+/* Fills *msg and *r as a REPORT of that kind, whose message is body (a Plaunch__<Kind> of that kind, borrowed;
+ * asserted), like wire_init. Example:
+ *     Plaunch__StacksDone d = PLAUNCH__STACKS_DONE__INIT;  Plaunch__Report r;  wire_msg_t m;
+ *     wire_report_init(&m, &r, "job-1", gen, WIRE_R_STACKS_DONE, &d); */
+void wire_report_init(wire_msg_t *msg, Plaunch__Report *r, const char *job_id, uint32_t generation,
+                      wire_report_t kind, void *body);
 
 /* Fills *msg and *r as a REFUSE: code, text, and, for a refused worker request, its type, key and rank (request 0
  * and key NULL otherwise). Everything is borrowed, as with wire_init. */

@@ -41,6 +41,13 @@ struct rule {
 #define RREADY &plaunch__relay_ready__descriptor
 #define REDIR &plaunch__redirect__descriptor
 #define RITEM &plaunch__relay_item__descriptor
+#define PRANK &plaunch__progress_rank__descriptor
+#define SREQ &plaunch__stacks_request__descriptor
+#define STACKS &plaunch__stacks__descriptor
+#define SDONE &plaunch__stacks_done__descriptor
+#define HEALTH &plaunch__health__descriptor
+#define HBLOCK &plaunch__health_block__descriptor
+#define SUMMARY &plaunch__summary__descriptor
 
 /* Every non-message field of wire.proto has a row; a field without one fails every check (and the unit tests). */
 static const struct rule s_rules[] = {
@@ -107,8 +114,20 @@ static const struct rule s_rules[] = {
     { BDONE, "key", 1, WIRE_MAX_KEY, 0, CS_TOKEN },
     { BDONE, "status", 1, INT32_MAX, 0, CS_ANY },
     { BDONE, "ranks", 0, WIRE_MAX_WORLD - 1, WIRE_MAX_LOCAL, CS_ANY },
-    { REPORT, "kind", 1, WIRE_MAX_KIND, 0, CS_TOKEN },
-    { REPORT, "json", 1, WIRE_MAX_REPORT, 0, CS_ANY },
+    { PRANK, "rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },
+    { PRANK, "step", -1, INT64_MAX, 0, CS_ANY },
+    { PRANK, "out_age_ms", 0, WIRE_MAX_AGE_MS, 0, CS_ANY },
+    { PRANK, "step_age_ms", -1, WIRE_MAX_AGE_MS, 0, CS_ANY },
+    { SREQ, "deadline_ms", WIRE_MIN_STACKS_MS, WIRE_MAX_STACKS_MS, 0, CS_ANY },
+    { SREQ, "abort", 0, 1, 0, CS_ANY },
+    { STACKS, "rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },
+    { STACKS, "doc", 1, WIRE_MAX_REPORT, 0, CS_ANY },
+    { SDONE, "ranks", 0, WIRE_MAX_LOCAL, 0, CS_ANY },
+    { HEALTH, "summaries", 1, WIRE_MAX_REPORT, 0, CS_ANY },
+    { HBLOCK, "text", 1, WIRE_MAX_REPORT, 0, CS_ANY },
+    { SUMMARY, "exit_status", 1, 255, 0, CS_ANY },
+    { SUMMARY, "block", 1, WIRE_MAX_REPORT, 0, CS_ANY },
+    { SUMMARY, "headline", 0, WIRE_MAX_TEXT, 0, CS_ANY },
     { BYE, "exit_status", 0, 255, 0, CS_ANY },
     { RSTART, "max_children", 1, WIRE_MAX_RELAY_TO, 0, CS_ANY },
     { RSTART, "heartbeat_interval_ms", 1, WIRE_MAX_MS, 0, CS_ANY },
@@ -413,6 +432,38 @@ static int s_check_relayed(const Plaunch__Relayed *r, char *err, size_t errlen)
     return 0;
 }
 
+/* REPORT: exactly one kind, its message checked field by field (PROGRESS: 1..WIRE_MAX_LOCAL ranks, each checked).
+ * Which way a kind travels is the receiver's to check. */
+static int s_check_report(const Plaunch__Report *r, char *err, size_t errlen)
+{
+    char name[64];
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field(&plaunch__report__descriptor, (unsigned)r->kind_case);
+    if (r->kind_case == WIRE_R_NONE || !f || f->type != PROTOBUF_C_TYPE_MESSAGE)
+        return wire_fail(err, errlen, "report: no kind set (empty, or of a newer protocol)");
+    const ProtobufCMessage *k = *(const ProtobufCMessage *const *)((const char *)r + f->offset);
+    snprintf(name, sizeof name, "report.%s", f->name);
+    if (!k || k->descriptor != f->descriptor)
+        return wire_fail(err, errlen, "%s: missing or of another type", name);
+    if (s_check_unknown(k, name, err, errlen) < 0 || s_check_fields(k, name, err, errlen) < 0)
+        return -1;
+    if (r->kind_case != WIRE_R_PROGRESS)
+        return 0;
+    const Plaunch__Progress *p = r->progress;
+    if (p->n_ranks < 1 || p->n_ranks > WIRE_MAX_LOCAL)
+        return wire_fail(err, errlen, "report.progress.ranks: %zu entries, must be 1..%u", p->n_ranks,
+                         WIRE_MAX_LOCAL);
+    for (size_t i = 0; i < p->n_ranks; i++) {
+        const Plaunch__ProgressRank *e = p->ranks[i];
+        if (!e || e->base.descriptor != PRANK)
+            return wire_fail(err, errlen, "report.progress.ranks[%zu]: missing", i);
+        if (s_check_unknown(&e->base, "report.progress.ranks", err, errlen) < 0 ||
+            s_check_fields(&e->base, "report.progress.ranks", err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen)
 {
     if (msg->protocol_version == WIRE_PROTOCOL_VERSION && s_check_unknown(&msg->base, "envelope", err, errlen) < 0)
@@ -444,6 +495,8 @@ int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t e
         return s_check_assign(msg->assign, err, errlen);
     if (type == WIRE_RELAYED)
         return s_check_relayed(msg->relayed, err, errlen);
+    if (type == WIRE_REPORT)
+        return s_check_report(msg->report, err, errlen);
     if (type == WIRE_RELAY_START && msg->relay_start->heartbeat_timeout_ms <= msg->relay_start->heartbeat_interval_ms)
         return wire_fail(err, errlen, "relay_start.heartbeat_timeout_ms: %" PRIu32 ", not above the interval of %" PRIu32,
                          msg->relay_start->heartbeat_timeout_ms, msg->relay_start->heartbeat_interval_ms);

@@ -26,6 +26,17 @@ static const char *const s_type_names[] = {
     [WIRE_RELAYED] = "RELAYED",
 };
 
+static const char *const s_report_names[] = {
+    [WIRE_R_NONE] = "NONE",
+    [WIRE_R_PROGRESS] = "PROGRESS",
+    [WIRE_R_STACKS_REQUEST] = "STACKS_REQUEST",
+    [WIRE_R_STACKS] = "STACKS",
+    [WIRE_R_STACKS_DONE] = "STACKS_DONE",
+    [WIRE_R_HEALTH] = "HEALTH",
+    [WIRE_R_HEALTH_BLOCK] = "HEALTH_BLOCK",
+    [WIRE_R_SUMMARY] = "SUMMARY",
+};
+
 int wire_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -41,5 +52,12 @@ const char *wire_type_name(wire_type_t type)
 {
     if ((unsigned)type < sizeof s_type_names / sizeof s_type_names[0] && s_type_names[type])
         return s_type_names[type];
+    return "UNKNOWN";
+}
+
+const char *wire_report_name(wire_report_t kind)
+{
+    if ((unsigned)kind < sizeof s_report_names / sizeof s_report_names[0] && s_report_names[kind])
+        return s_report_names[kind];
     return "UNKNOWN";
 }

@@ -248,15 +248,12 @@ static void s_stacks_hold(void *arg, int on)
 }
 
 /* The hang watch's reports (progress, stacks) on their way to the coordinator. */
-static void s_hang_send(void *arg, const char *kind, const char *json, size_t len)
+static void s_hang_send(void *arg, wire_report_t kind, void *body)
 {
     agent_t *ac = arg;
     wire_msg_t m;
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
-    r.kind = (char *)kind;
-    r.json.data = (uint8_t *)json;
-    r.json.len = len;
-    wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_REPORT, &r);
+    Plaunch__Report r;
+    wire_report_init(&m, &r, ac->job->job_id, (uint32_t)ac->job->generation, kind, body);
     agent_proto_up(ac, &m);
 }
 

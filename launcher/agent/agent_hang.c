@@ -60,27 +60,30 @@ static int s_tick(loop_t *loop, int id, void *arg)
     struct job *job = h->job;
     h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, h);
     uint64_t now = loop_now_ns();
-    size_t cap = 64 + (size_t)job->nworkers * 72, len;
-    char *json = malloc(cap);
-    int n = 0;
-    if (!json)
-        return 0;
-    len = (size_t)snprintf(json, cap, "{\"gen\":%d,\"ranks\":[", job->generation);
-    for (int i = 0; i < job->nworkers && i < h->nw; i++) {
+    Plaunch__ProgressRank *r = calloc((size_t)(job->nworkers > 0 ? job->nworkers : 1), sizeof *r);
+    Plaunch__ProgressRank **rp = calloc((size_t)(job->nworkers > 0 ? job->nworkers : 1), sizeof *rp);
+    Plaunch__Progress pr = PLAUNCH__PROGRESS__INIT;
+    size_t n = 0;
+    for (int i = 0; r && rp && i < job->nworkers && i < h->nw && n < WIRE_MAX_LOCAL; i++) {
         const struct worker *wk = &job->workers[i];
         if (wk->state != W_RUNNING)
             continue;
         s_read_progress(h, i, now);
         const struct ah_worker *w = &h->w[i];
-        long long out_age = now > wk->out_ns ? (long long)((now - wk->out_ns) / 1000000) : 0;
-        long long step_age = w->step >= 0 ? (long long)((now - w->step_ns) / 1000000) : -1;
-        len += (size_t)snprintf(json + len, cap - len, "%s[%d,%lld,%lld,%lld]", n++ ? "," : "", wk->rank, w->step,
-                                out_age, step_age);
+        plaunch__progress_rank__init(&r[n]);
+        r[n].rank = (uint32_t)wk->rank;
+        r[n].step = w->step;
+        r[n].out_age_ms = now > wk->out_ns ? (now - wk->out_ns) / 1000000 : 0;
+        r[n].step_age_ms = w->step >= 0 ? (int64_t)((now - w->step_ns) / 1000000) : -1;
+        rp[n] = &r[n];
+        n++;
     }
-    snprintf(json + len, cap - len, "]}");
+    pr.n_ranks = n;
+    pr.ranks = rp;
     if (n > 0)
-        h->send(h->arg, "progress", json, strlen(json));
-    free(json);
+        h->send(h->arg, WIRE_R_PROGRESS, &pr);
+    free(rp);
+    free(r);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* agent_hang: this node's share of the hang watch: every worker's progress (its output, the step number in its
- * PLAUNCH_PROGRESS_FILE) reported to the coordinator each tick (REPORT "progress"). Calls up only through send. */
+ * PLAUNCH_PROGRESS_FILE) reported to the coordinator each tick (REPORT PROGRESS). Calls up only through send. */
 #ifndef PLAUNCH_AGENT_HANG_H
 #define PLAUNCH_AGENT_HANG_H
 
@@ -7,10 +7,11 @@
 
 #include "job.h"
 #include "loop.h"
+#include "wire.h"
 
 typedef struct agent_hang agent_hang_t;
-/* Sends a REPORT of kind with json (len bytes) to the coordinator. */
-typedef void (*agent_hang_send_fn)(void *arg, const char *kind, const char *json, size_t len);
+/* Sends a REPORT of kind to the coordinator: body is that kind's message (Plaunch__Progress, ...), borrowed. */
+typedef void (*agent_hang_send_fn)(void *arg, wire_report_t kind, void *body);
 
 /* NULL with --hang-timeout 0 (and no message), or NULL + message. */
 agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "esc.h"
 #include "jobsetup.h"
 #include "log.h"
 #include "net.h"
@@ -133,6 +134,34 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
     }
 }
 
+/* A REPORT from the coordinator, by kind; one of a kind that travels the other way is logged and dropped. */
+static void s_report(agent_t *ac, const Plaunch__Report *r)
+{
+    switch (r->kind_case) {
+    case WIRE_R_STACKS_REQUEST: /* the job is hung: where is each of our ranks? */
+        agent_stacks_request(ac->stacks, r->stacks_request);
+        break;
+    case WIRE_R_HEALTH_BLOCK: /* the job's Health block: this node's log keeps it */
+        log_block(r->health_block->text, 0);
+        break;
+    case WIRE_R_SUMMARY: /* the job failed: every node keeps the root cause in its plaunch.log */
+        log_block(r->summary->block, 0);
+        if (ac->job->opt.quiet)
+            break;
+        if (r->summary->headline[0]) { /* a cause of one line (the coordinator's plaunch was stopped): said here too */
+            char *safe = esc_term_dup(r->summary->headline, 0);
+            fprintf(stderr, "%s\n", safe ? safe : "plaunch: the job was stopped");
+            free(safe);
+        } else {
+            fprintf(stderr, "plaunch: the job failed; its root cause is in %s/%s and on the coordinator's terminal\n",
+                    ac->job->log_dir, ac->job->log_name);
+        }
+        break;
+    default:
+        log_warn("unexpected REPORT %s from the coordinator", wire_report_name(r->kind_case));
+    }
+}
+
 void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
 {
     char err[512];
@@ -193,27 +222,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
         agent_ipc_deliver(ac->ipc, m);
         break;
     case WIRE_REPORT:
-        if (strcmp(m->report->kind, "stacks-request") == 0) { /* the job is hung: where is each of our ranks? */
-            agent_stacks_request(ac->stacks, (const char *)m->report->json.data, m->report->json.len);
-        } else if (strcmp(m->report->kind, "health-block") == 0) { /* the job's Health block: this node's log keeps it */
-            char *text = strndup((const char *)m->report->json.data, m->report->json.len);
-            if (text)
-                log_block(text, 0);
-            free(text);
-        } else if (strcmp(m->report->kind, "summary") == 0) {
-            /* the job's root cause, as the coordinator printed it: every node keeps it in its plaunch.log */
-            char *text = strndup((const char *)m->report->json.data, m->report->json.len);
-            /* a summary that is not a root-cause block starts with its reason: the coordinator's plaunch got SIGINT */
-            int reason_line = text && strstr(text, "plaunch: =====") != text && strchr(text, '\n');
-            if (text)
-                log_block(text, 0);
-            if (!ac->job->opt.quiet && reason_line)
-                fprintf(stderr, "%.*s\n", (int)(strchr(text, '\n') - text), text);
-            else if (!ac->job->opt.quiet)
-                fprintf(stderr, "plaunch: the job failed; its root cause is in %s/%s and on the coordinator's "
-                                "terminal\n", ac->job->log_dir, ac->job->log_name);
-            free(text);
-        }
+        s_report(ac, m->report);
         break;
     case WIRE_RELAY_START:
     case WIRE_RELAYED:

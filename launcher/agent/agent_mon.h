@@ -19,7 +19,7 @@ agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loo
  * code) is called from the loop with 0 (go on) or an exit status (strict and a finding: 125). Returns 1 when
  * done will be called, 0 when there is nothing to check (done is not called). */
 int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void *arg);
-/* This node's rank summaries as JSON for the coordinator (REPORT "health"), at most max_bytes (fewer ranks, with
+/* This node's rank summaries as JSON for the coordinator (REPORT HEALTH), at most max_bytes (fewer ranks, with
  * a warning, past it), malloc'ed; NULL when there is nothing (no sample yet) or out of memory. */
 char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes);
 /* The driver's CUDA version from the preflight ("12.4"), "" when unknown. */

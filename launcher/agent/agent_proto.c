@@ -105,12 +105,12 @@ static void s_send_health(agent_t *ac)
     char *json = agent_mon_health_json(ac->mon, WIRE_MAX_REPORT);
     if (!json)
         return;
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    Plaunch__Report r;
+    Plaunch__Health h = PLAUNCH__HEALTH__INIT;
     wire_msg_t m;
-    r.kind = "health";
-    r.json.data = (uint8_t *)json;
-    r.json.len = strlen(json);
-    wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_REPORT, &r);
+    h.summaries.data = (uint8_t *)json;
+    h.summaries.len = strlen(json);
+    wire_report_init(&m, &r, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_R_HEALTH, &h);
     agent_proto_up(ac, &m);
     free(json);
 }

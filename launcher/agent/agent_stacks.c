@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,7 +21,7 @@
 
 #define AS_OUT_MAX (4u << 20)     /* one __stacks answer */
 #define AS_TAIL (256u << 10)      /* the end of a rank's log searched for faulthandler's dump */
-#define AS_SEND_MAX (60u << 10)   /* one rank's REPORT "stacks" */
+#define AS_SEND_MAX (60u << 10)   /* one rank's REPORT STACKS */
 #define AS_ABORT_MS 2500          /* CPython ranks have this long to print their tracebacks and end */
 #define AS_POLL_MS 50
 #define AS_PY_PIDS 8              /* CPython processes ended per worker (itself and its children) */
@@ -263,7 +262,7 @@ static int s_native_deadline(loop_t *loop, int id, void *arg)
 
 /* ---- the answers ------------------------------------------------------------------------------------- */
 
-/* One rank's REPORT "stacks": its worker's tree from plaunch __stacks, its CPython processes' tracebacks from its
+/* One rank's REPORT STACKS: its worker's tree from plaunch __stacks, its CPython processes' tracebacks from its
  * log, within AS_SEND_MAX (hang_json drops the least telling frames first). */
 static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct worker *wk)
 {
@@ -283,8 +282,12 @@ static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct wor
         !who.error[0])
         snprintf(who.error, sizeof who.error, "Python tracebacks: %s", err);
     char *json = t ? hang_json_encode(t, &who, AS_SEND_MAX) : NULL;
+    Plaunch__Stacks st = PLAUNCH__STACKS__INIT;
+    st.rank = (uint32_t)w->rank;
+    st.doc.data = (uint8_t *)json;
+    st.doc.len = json ? strlen(json) : 0;
     if (json)
-        h->send(h->arg, "stacks", json, strlen(json));
+        h->send(h->arg, WIRE_R_STACKS, &st);
     else
         log_warn("stacks: rank %d's stacks cannot be encoded (out of memory)", w->rank);
     free(json);
@@ -294,7 +297,7 @@ static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct wor
 static void s_send_all(agent_stacks_t *h)
 {
     int n = 0;
-    char done[48];
+    Plaunch__StacksDone done = PLAUNCH__STACKS_DONE__INIT;
     for (int i = 0; i < h->nw; i++) {
         struct as_worker *w = &h->w[i];
         if (!w->in)
@@ -309,24 +312,20 @@ static void s_send_all(agent_stacks_t *h)
         w->in = 0;
         n++;
     }
-    snprintf(done, sizeof done, "{\"n\":%d}", n);
-    h->send(h->arg, "stacks-done", done, strlen(done));
+    done.ranks = (uint32_t)n;
+    h->send(h->arg, WIRE_R_STACKS_DONE, &done);
     h->st = AS_IDLE;
     if (h->hold && h->abort)
         h->hold(h->arg, 0);
 }
 
-void agent_stacks_request(agent_stacks_t *h, const char *json, size_t len)
+void agent_stacks_request(agent_stacks_t *h, const Plaunch__StacksRequest *req)
 {
-    json_error_t e;
     if (!h || h->st != AS_IDLE)
         return;
-    json_t *doc = json_loadb(json, len, 0, &e), *dl = json_object_get(doc, "deadline_ms");
-    int deadline = json_is_integer(dl) && json_integer_value(dl) >= 1000 && json_integer_value(dl) <= 600000
-                       ? (int)json_integer_value(dl) : 6000;
-    /* "abort": false asks for the stacks of a job that goes on (a warning): no SIGABRT, nothing ends */
-    h->abort = !json_is_false(json_object_get(doc, "abort"));
-    json_decref(doc);
+    int deadline = (int)req->deadline_ms; /* checked by the wire layer: 1..600 s */
+    /* abort false asks for the stacks of a job that goes on (a warning): no SIGABRT, nothing ends */
+    h->abort = req->abort;
     int native_ms = deadline / 2 > 3000 ? 3000 : deadline / 2, n = 0;
     h->st = AS_NATIVE;
     for (int i = 0; i < h->nw; i++) {

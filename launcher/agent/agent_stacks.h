@@ -1,7 +1,7 @@
-/* agent_stacks: for a hung job, where each of this node's ranks is: on the coordinator's "stacks-request", every
+/* agent_stacks: for a hung job, where each of this node's ranks is: on the coordinator's STACKS_REQUEST, every
  * running worker's native stacks (plaunch __stacks, one process per worker with a deadline), then the CPython
  * processes of each worker ended with SIGABRT so that faulthandler prints every thread's traceback into the rank's
- * log, which is read back; one REPORT "stacks" per rank, then "stacks-done". Calls up only through send and hold. */
+ * log, which is read back; one REPORT STACKS per rank, then STACKS_DONE. Calls up only through send and hold. */
 #ifndef PLAUNCH_AGENT_STACKS_H
 #define PLAUNCH_AGENT_STACKS_H
 
@@ -20,8 +20,8 @@ typedef void (*agent_stacks_hold_fn)(void *arg, int on);
 /* NULL with --hang-timeout 0 (and no message), or NULL + message. */
 agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
                                  void *arg, char *err, size_t errlen);
-/* The coordinator's "stacks-request" (json, len: {"gen":G,"deadline_ms":D}); ignored while one is under way. */
-void agent_stacks_request(agent_stacks_t *s, const char *json, size_t len);
+/* The coordinator's STACKS_REQUEST (checked by the wire layer); ignored while one is under way. */
+void agent_stacks_request(agent_stacks_t *s, const Plaunch__StacksRequest *req);
 void agent_stacks_destroy(agent_stacks_t **s);
 
 #endif

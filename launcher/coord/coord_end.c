@@ -51,11 +51,10 @@ static void s_health(coord_server_t *cs)
     int loud = coord_health_block(cs, text, sizeof text);
     if (!text[0])
         return;
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
-    r.kind = "health-block";
-    r.json.data = (uint8_t *)text;
-    r.json.len = strlen(text);
-    wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+    Plaunch__Report r;
+    Plaunch__HealthBlock hb = PLAUNCH__HEALTH_BLOCK__INIT;
+    hb.text = text;
+    wire_report_init(&m, &r, cs->job_id, cs->generation, WIRE_R_HEALTH_BLOCK, &hb);
     for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
         if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
             coord_transport_send(cs, i, &m);
@@ -76,11 +75,16 @@ static void s_finish(coord_server_t *cs)
         snprintf(text + strlen(text), sizeof text - strlen(text),
                  cs->job->opt.nnodes > 1 ? "plaunch: every node exits with %d\n" : "plaunch: exit status %d\n",
                  status);
-        Plaunch__Report r = PLAUNCH__REPORT__INIT;
-        r.kind = "summary";
-        r.json.data = (uint8_t *)text;
-        r.json.len = strlen(text);
-        wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+        Plaunch__Report r;
+        Plaunch__Summary sum = PLAUNCH__SUMMARY__INIT;
+        char headline[WIRE_MAX_TEXT + 1] = "";
+        const char *first = strchr(text, '\n'); /* the text is the cause, then the line of the exit status */
+        if (first && strchr(first + 1, '\n') == text + strlen(text) - 1) /* a cause of one line: said on every node */
+            snprintf(headline, sizeof headline, "%.*s", (int)(first - text), text);
+        sum.exit_status = (uint32_t)status;
+        sum.block = text;
+        sum.headline = headline;
+        wire_report_init(&m, &r, cs->job_id, cs->generation, WIRE_R_SUMMARY, &sum);
         for (int i = 1; i < cs->npeers; i++) /* the local agent shares this process's log */
             if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
                 coord_transport_send(cs, i, &m);

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 #include "log.h"
 #include "ownfile.h"
 
-/* The stacks of one rank as its agent sent them (REPORT "stacks"); the agents' collection deadline, and ours. */
+/* The stacks of one rank as its agent sent them (REPORT STACKS); the agents' collection deadline, and ours. */
 #define HANG_STACKS_MAX (64u << 10)
 #define HANG_STACKS_ALL (64u << 20)   /* all ranks together: beyond this a rank's stacks are counted, not kept */
 #define HANG_COLLECT_MS 6000
@@ -47,7 +46,7 @@ struct coord_hang {
     char why[512];
     int odd;                          /* the rank the verdict names, -1 none */
     int warn;                         /* this collection only warns: the job goes on (silence without steps) */
-    int waiting;                      /* members that have not said "stacks-done" */
+    int waiting;                      /* members that have not sent STACKS_DONE */
     char **stacks;                    /* by rank, the JSON its agent sent */
     size_t stacks_bytes;
     int stacks_dropped;
@@ -142,7 +141,7 @@ static void s_stragglers(coord_server_t *cs, struct coord_hang *h, uint64_t now)
 
 /* ---- progress reports -------------------------------------------------------------------------------- */
 
-int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep)
+int coord_hang_progress(coord_server_t *cs, int peer, uint32_t generation, const Plaunch__Progress *pr)
 {
     struct coord_hang *h = cs->hang;
     struct peer *p = &cs->peers[peer];
@@ -150,51 +149,32 @@ int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep
         return 0;
     if (h->gen != cs->generation || !h->r)
         s_reset(cs, h);
-    json_error_t jerr;
-    json_t *doc = json_loadb((const char *)rep->json.data, rep->json.len, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *ranks = json_object_get(doc, "ranks");
-    json_t *gen = json_object_get(doc, "gen");
-    uint64_t now = loop_now_ns();
-    int bad = !json_is_array(ranks) || json_array_size(ranks) > WIRE_MAX_LOCAL || !json_is_integer(gen);
-    if (!bad && json_integer_value(gen) != (json_int_t)cs->generation) {
-        json_decref(doc);
+    if (generation != cs->generation)
         return 0; /* a report of the generation before: nothing to learn */
-    }
-    for (size_t i = 0; !bad && i < json_array_size(ranks); i++) {
-        json_t *e = json_array_get(ranks, i);
-        json_int_t v[4];
-        for (int k = 0; k < 4 && !bad; k++) {
-            json_t *x = json_array_get(e, (size_t)k);
-            bad = !json_is_integer(x);
-            v[k] = bad ? 0 : json_integer_value(x);
+    uint64_t now = loop_now_ns();
+    for (size_t i = 0; i < pr->n_ranks; i++) { /* each field within its bound (the wire layer checked) */
+        const Plaunch__ProgressRank *e = pr->ranks[i];
+        if ((int64_t)e->rank >= h->nr) {
+            if (++h->bad <= 3)
+                log_warn("node %d (%s): progress report dropped: rank %u is not a rank of this job", p->node_rank,
+                         p->host, e->rank);
+            return -1;
         }
-        if (bad || json_array_size(e) != 4 || v[0] < 0 || v[0] >= h->nr || v[1] < -1 || v[2] < 0 || v[3] < -1 ||
-            v[2] > 86400000ll * 365 || v[3] > 86400000ll * 365) {
-            bad = 1;
-            break;
-        }
-        struct hang_rank *r = &h->r[v[0]];
-        uint64_t out_ns = now - (uint64_t)v[2] * 1000000ull;
+        struct hang_rank *r = &h->r[e->rank];
+        uint64_t out_ns = now - e->out_age_ms * 1000000ull;
         r->seen = 1;
         snprintf(r->node, sizeof r->node, "%s", p->host);
-        if (v[1] >= 0) {
-            if (v[1] != r->step)
-                r->step_ns = v[3] >= 0 ? now - (uint64_t)v[3] * 1000000ull : now;
-            r->step = v[1];
-            r->rt[r->rhead] = now, r->rs[r->rhead] = v[1];
+        if (e->step >= 0) {
+            if (e->step != r->step)
+                r->step_ns = e->step_age_ms >= 0 ? now - (uint64_t)e->step_age_ms * 1000000ull : now;
+            r->step = e->step;
+            r->rt[r->rhead] = now, r->rs[r->rhead] = e->step;
             r->rhead = (r->rhead + 1) % HANG_RING;
             r->rn += r->rn < HANG_RING;
         }
         uint64_t prog = r->step >= 0 && r->step_ns > out_ns ? r->step_ns : out_ns;
         if (prog > r->prog_ns)
             r->prog_ns = prog;
-    }
-    json_decref(doc);
-    if (bad) {
-        if (++h->bad <= 3)
-            log_warn("node %d (%s): progress report dropped: not a list of [rank, step, output age ms, step age ms] "
-                     "of this job's ranks", p->node_rank, p->host);
-        return -1;
     }
     return 0;
 }
@@ -203,15 +183,12 @@ int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *rep
 
 static void s_request_stacks(coord_server_t *cs, struct coord_hang *h)
 {
-    char json[128];
     wire_msg_t m;
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
-    snprintf(json, sizeof json, "{\"gen\":%u,\"deadline_ms\":%d,\"abort\":%s}", cs->generation, HANG_COLLECT_MS,
-             h->warn ? "false" : "true");
-    r.kind = "stacks-request";
-    r.json.data = (uint8_t *)json;
-    r.json.len = strlen(json);
-    wire_init(&m, cs->job_id, cs->generation, WIRE_REPORT, &r);
+    Plaunch__Report r;
+    Plaunch__StacksRequest req = PLAUNCH__STACKS_REQUEST__INIT;
+    req.deadline_ms = HANG_COLLECT_MS;
+    req.abort = !h->warn;
+    wire_report_init(&m, &r, cs->job_id, cs->generation, WIRE_R_STACKS_REQUEST, &req);
     h->waiting = 0;
     for (int i = 0; i < cs->npeers; i++)
         if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER && coord_transport_send(cs, i, &m) == 0)
@@ -411,30 +388,35 @@ static int s_on_collect_deadline(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *rep)
+int coord_hang_stacks_done(coord_server_t *cs, int peer, const Plaunch__StacksDone *d)
+{
+    struct coord_hang *h = cs->hang;
+    if (!h || h->st != HS_COLLECT)
+        return 0; /* late, or unasked: dropped without a word (a hostile peer gets no log line per frame) */
+    if (--h->waiting <= 0)
+        s_conclude(cs, h);
+    return 0;
+}
+
+int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Stacks *st)
 {
     struct coord_hang *h = cs->hang;
     struct peer *p = &cs->peers[peer];
     if (!h || h->st != HS_COLLECT)
         return 0; /* late, or unasked: dropped without a word (a hostile peer gets no log line per frame) */
-    if (strcmp(rep->kind, "stacks-done") == 0) {
-        if (--h->waiting <= 0)
-            s_conclude(cs, h);
-        return 0;
-    }
-    int rank = hang_report_rank((const char *)rep->json.data, rep->json.len);
-    if (rank < 0 || rank >= h->nr || rep->json.len > HANG_STACKS_MAX) {
+    int rank = (int)st->rank;
+    if (rank >= h->nr || st->doc.len > HANG_STACKS_MAX) {
         if (++h->bad <= 3)
             log_warn("node %d (%s): stacks report dropped: not one rank's stacks of this job (at most %u KiB)",
                      p->node_rank, p->host, HANG_STACKS_MAX >> 10);
         return -1;
     }
-    if (!h->stacks || h->stacks[rank] || h->stacks_bytes + rep->json.len > HANG_STACKS_ALL) {
+    if (!h->stacks || h->stacks[rank] || h->stacks_bytes + st->doc.len > HANG_STACKS_ALL) {
         h->stacks_dropped++;
         return 0;
     }
-    h->stacks[rank] = strndup((const char *)rep->json.data, rep->json.len);
-    h->stacks_bytes += h->stacks[rank] ? rep->json.len : 0;
+    h->stacks[rank] = strndup((const char *)st->doc.data, st->doc.len);
+    h->stacks_bytes += h->stacks[rank] ? st->doc.len : 0;
     return 0;
 }
 

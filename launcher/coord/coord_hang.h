@@ -8,16 +8,16 @@
 #include "wire.h"
 
 /* coord_health.c: the job's health (below coord_world.c and coord_end.c; calls only launcher/monitor/) */
-/* Every rank's health summary as its node last sent it (REPORT "health"), by global rank. */
+/* Every rank's health summary as its node last sent it (REPORT HEALTH), by global rank. */
 struct coord_health {
     struct mon_rank_summary *sum;
     int n, cap;
     int *at, nat;               /* by rank: its place in sum + 1, 0 none */
     int bad;                    /* reports refused (the first few are logged) */
 };
-/* A node's REPORT "health": its ranks' summaries, decoded with every bound checked, replacing earlier ones of
- * the same ranks. 0, or -1 (logged, the report dropped). */
-int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r);
+/* A node's REPORT HEALTH: its ranks' summaries, decoded with every bound checked, replacing earlier ones of the
+ * same ranks. 0, or -1 (logged, the report dropped). */
+int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Health *r);
 /* The Health block of the whole job into buf ("" when no sample came); 1 when it is worth the terminal (a
  * finding, or enough steady state to call the job healthy), 0 when plaunch.log is enough. */
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap);
@@ -27,9 +27,11 @@ void coord_health_free(coord_server_t *cs);
 /* Starts the watch (nothing with --hang-timeout 0). 0, or -1 (out of memory). */
 int coord_hang_start(coord_server_t *cs);
 void coord_hang_destroy(coord_server_t *cs);
-/* A node's REPORT "progress": [rank, step, output age ms, step age ms] per rank, every bound checked. */
-int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *r);
-/* A node's REPORT "stacks" (one rank) or "stacks-done" (all of that node's ranks sent), while stacks are taken. */
-int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *r);
+/* A node's REPORT PROGRESS of that generation (the envelope's; bounds checked by the wire layer): where its ranks
+ * are. 0, or -1 (a rank not of this job: logged, dropped). */
+int coord_hang_progress(coord_server_t *cs, int peer, uint32_t generation, const Plaunch__Progress *r);
+/* A node's REPORT STACKS (one rank) and STACKS_DONE (all of that node's ranks sent), while stacks are taken. */
+int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Stacks *r);
+int coord_hang_stacks_done(coord_server_t *cs, int peer, const Plaunch__StacksDone *r);
 
 #endif

@@ -1,4 +1,4 @@
-/* coord_health: the job's health on the coordinator: every node's rank summaries (REPORT "health", checked as a
+/* coord_health: the job's health on the coordinator: every node's rank summaries (REPORT HEALTH, checked as a
  * peer's bytes), and at the job's end the findings across all of them and the Health block. */
 #include "coord_priv.h"
 
@@ -41,12 +41,12 @@ static void s_refused(coord_server_t *cs, const struct peer *p, const char *what
                  what, cs->health.bad == 3 ? " (further ones are not logged)" : "");
 }
 
-int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Report *r)
+int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Health *r)
 {
     struct peer *p = &cs->peers[peer];
     struct mon_rank_summary *in = calloc(WIRE_MAX_LOCAL, sizeof *in);
     char err[256];
-    int n = in ? mon_json_decode((const char *)r->json.data, r->json.len, in, WIRE_MAX_LOCAL, err, sizeof err) : -1;
+    int n = in ? mon_json_decode((const char *)r->summaries.data, r->summaries.len, in, WIRE_MAX_LOCAL, err, sizeof err) : -1;
     if (n < 0) {
         s_refused(cs, p, in ? err : "out of memory", -1);
         free(in);

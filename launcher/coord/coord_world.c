@@ -135,15 +135,23 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
         log_warn("node %s refused: %s", p->host, m->refuse->text);
         break;
     case WIRE_REPORT:
-        if (strcmp(m->report->kind, "health") == 0)
-            coord_health_add(cs, peer, m->report);
-        else if (strcmp(m->report->kind, "progress") == 0)
-            coord_hang_progress(cs, peer, m->report);
-        else if (strcmp(m->report->kind, "stacks") == 0 || strcmp(m->report->kind, "stacks-done") == 0)
-            coord_hang_stacks(cs, peer, m->report);
-        else
-            log_warn("node %s sent a report of kind '%s', which a coordinator does not take", p->host,
-                     m->report->kind);
+        switch (m->report->kind_case) {
+        case WIRE_R_HEALTH:
+            coord_health_add(cs, peer, m->report->health);
+            break;
+        case WIRE_R_PROGRESS:
+            coord_hang_progress(cs, peer, m->generation, m->report->progress);
+            break;
+        case WIRE_R_STACKS:
+            coord_hang_stacks(cs, peer, m->report->stacks);
+            break;
+        case WIRE_R_STACKS_DONE:
+            coord_hang_stacks_done(cs, peer, m->report->stacks_done);
+            break;
+        default:
+            log_warn("node %s sent a REPORT %s, which a coordinator does not take", p->host,
+                     wire_report_name(m->report->kind_case));
+        }
         break;
     default:
         log_warn("unexpected %s from %s", wire_type_name(m->body_case), p->host);

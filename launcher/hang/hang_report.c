@@ -2,7 +2,6 @@
  * checked: a peer's bytes) and grouped by launcher/hang/ into the root-cause lines and hang.GENERATION.txt. */
 #include "hang_report.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,17 +9,6 @@
 #include "hang_group.h"
 #include "hang_json.h"
 #include "log.h"
-
-int hang_report_rank(const char *json, size_t len)
-{
-    json_error_t e;
-    json_t *d = json_loadb(json, len, 0, &e);
-    json_t *r = json_object_get(d, "rank");
-    int rank = json_is_integer(r) && json_integer_value(r) >= 0 && json_integer_value(r) < 65536
-                   ? (int)json_integer_value(r) : -1;
-    json_decref(d);
-    return rank;
-}
 
 int hang_report_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
                     int odd, int dropped, char *summary, size_t scap, char *text, size_t tcap)

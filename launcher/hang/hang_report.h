@@ -5,9 +5,7 @@
 
 #include <stddef.h>
 
-/* The rank a REPORT "stacks" document is about, or -1 when it is not one. */
-int hang_report_rank(const char *json, size_t len);
-/* stacks[r]: rank r's document or NULL (no answer). odd: the rank the verdict named, -1 none. Writes the lines for
+/* stacks[r]: rank r's document (REPORT STACKS) or NULL (no answer); one that names another rank is dropped. odd: the rank the verdict named, -1 none. Writes the lines for
  * the root-cause block into summary and the whole report into text; returns the odd one out (odd when given, else
  * the rank the grouping sets apart), -1 when none stands out. */
 int hang_report_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,

@@ -119,10 +119,10 @@ is "$rc" 2 "another job id: the agent exits 2"
 like "$err" "job 'other'.*start every node with the same job id" "another job id: the agent says why"
 refused "another job id" "an agent \($(addr_re 5)\): .*is in job 'other', coordinator .* runs job 'authjob'"
 
-client 6 --token "$TOKEN" --proto-version 5
+client 6 --token "$TOKEN" --proto-version 6
 is "$rc" 0 "another protocol version: pl_client is refused"
-like "$out" "REFUSE BAD_VERSION: .*speaks protocol 5, .*speaks protocol 4" "another protocol version: REFUSE says why"
-refused "another protocol version" "an agent \($(addr_re 6)\): .*speaks protocol 5, coordinator .* speaks protocol 4"
+like "$out" "REFUSE BAD_VERSION: .*speaks protocol 6, .*speaks protocol 5" "another protocol version: REFUSE says why"
+refused "another protocol version" "an agent \($(addr_re 6)\): .*speaks protocol 6, coordinator .* speaks protocol 5"
 
 # Bytes that are no ZeroMQ greeting. They are fixed: libzmq takes a stream whose first byte is not 0xff for a
 # ZMTP 1.0 peer, so what the coordinator sees depends on the bytes (see the TODO tests below).

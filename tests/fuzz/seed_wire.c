@@ -1,4 +1,5 @@
-/* seed_wire: writes the fuzz seed corpus, one valid encoding of every body type (and a newer-version JOIN), to DIR. */
+/* seed_wire: writes the fuzz seed corpus, one valid encoding of every body type and REPORT kind (and a newer-version
+ * JOIN), to DIR. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -40,6 +41,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < SAMPLE_NTYPES; i++) {
         sample_init(&s, sample_types[i]);
         if (s_write(argv[1], wire_type_name(sample_types[i]), &s.msg) < 0)
+            return 1;
+    }
+    for (size_t i = 0; i < SAMPLE_NREPORTS; i++) {
+        char name[64];
+        sample_init(&s, WIRE_REPORT);
+        sample_report(&s, sample_reports[i]);
+        snprintf(name, sizeof name, "REPORT-%s", wire_report_name(sample_reports[i]));
+        if (s_write(argv[1], name, &s.msg) < 0)
             return 1;
     }
     sample_init(&s, WIRE_JOIN);

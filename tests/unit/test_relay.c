@@ -429,11 +429,11 @@ static void test_open_join_heartbeat(void **state)
     s_join(&m, &j, "node7");
     size_t n = s_kid_send(f, i, &m, join, sizeof join);
     s_kid_heartbeat(f, i); /* stops at the relay */
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
-    r.kind = "progress";
-    r.json.data = (uint8_t *)"[]";
-    r.json.len = 2;
-    wire_init(&m, "relayjob", 0, WIRE_REPORT, &r);
+    Plaunch__Report r;
+    Plaunch__Health hl = PLAUNCH__HEALTH__INIT;
+    hl.summaries.data = (uint8_t *)"[]";
+    hl.summaries.len = 2;
+    wire_report_init(&m, &r, "relayjob", 0, WIRE_R_HEALTH, &hl);
     size_t rn = s_kid_send(f, i, &m, rep, sizeof rep);
     UNTIL(f, c_items, &(int){ 3 });
     assert_int_equal(f->items[1].event, PLAUNCH__RELAY_ITEM__EVENT__MESSAGE);
@@ -635,13 +635,13 @@ static void test_batches(void **state)
     int k = s_open_kid(f, &h), before = f->nitems, calls = f->up_calls;
     static char json[200 << 10];
     wire_msg_t m;
-    Plaunch__Report r = PLAUNCH__REPORT__INIT;
+    Plaunch__Report r;
+    Plaunch__Health hl = PLAUNCH__HEALTH__INIT;
     unsigned char buf[256];
     char err[128];
-    r.kind = "progress";
-    r.json.data = (uint8_t *)"[]";
-    r.json.len = 2;
-    wire_init(&m, "relayjob", 0, WIRE_REPORT, &r);
+    hl.summaries.data = (uint8_t *)"[]";
+    hl.summaries.len = 2;
+    wire_report_init(&m, &r, "relayjob", 0, WIRE_R_HEALTH, &hl);
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     for (int i = 0; i < 50; i++) /* 50 messages in one frame: one handler run */
         assert_int_equal(tls_chan_send(f->kids[k].ch, buf, (size_t)n), 0);
@@ -649,8 +649,8 @@ static void test_batches(void **state)
     UNTIL(f, c_items, &(int){ before + 50 });
     assert_int_equal(f->up_calls, calls + 1);
     memset(json, 'x', sizeof json);
-    r.json.data = (uint8_t *)json;
-    r.json.len = sizeof json;
+    hl.summaries.data = (uint8_t *)json;
+    hl.summaries.len = sizeof json;
     for (int i = 0; i < 5; i++) { /* 1 MB: at least two batches */
         json[0] = (char)('0' + i);
         s_kid_send(f, k, &m, NULL, 0);
@@ -661,7 +661,7 @@ static void test_batches(void **state)
         wire_msg_t *d = wire_decode(f->items[before + 50 + i].payload, f->items[before + 50 + i].len, WIRE_TO_RELAY,
                                     err, sizeof err);
         assert_non_null(d);
-        assert_int_equal(d->report->json.data[0], '0' + i);
+        assert_int_equal(d->report->health->summaries.data[0], '0' + i);
         wire_free(&d);
     }
     s_fx_free(f);

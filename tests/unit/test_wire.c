@@ -310,10 +310,34 @@ static const struct bad s_bad[] = {
     { "barrier_done.status", SET_VALUE, 4, NULL, "barrier_done.status: 4 is not a valid Status" },
     { "barrier_done.ranks", SET_COUNT, 1025, NULL, "barrier_done.ranks: 1025 entries, more than the bound of 1024" },
     { "barrier_done.ranks", SET_ELEM, 65536, NULL, "barrier_done.ranks[0]: 65536 outside 0..65535" },
-    { "report.kind", SET_LEN, 0, NULL, "report.kind: empty, must be set" },
-    { "report.kind", SET_LEN, 65, NULL, "report.kind: 65 bytes, more than the bound of 64" },
-    { "report.json", SET_LEN, 0, NULL, "report.json: empty, must be set" },
-    { "report.json", SET_LEN, 262145, NULL, "report.json: 262145 bytes, more than the bound of 262144" },
+    { "report.progress.ranks", SET_COUNT, 0, NULL, "report.progress.ranks: 0 entries, must be 1..1024" },
+    { "report.progress.ranks", SET_COUNT, 1025, NULL, "report.progress.ranks: 1025 entries, must be 1..1024" },
+    { "report.progress.ranks.rank", SET_VALUE, 65536, NULL, "report.progress.ranks.rank: 65536 outside 0..65535" },
+    { "report.progress.ranks.step", SET_VALUE, -2, NULL,
+      "report.progress.ranks.step: -2 outside -1..9223372036854775807" },
+    { "report.progress.ranks.out_age_ms", SET_VALUE, 31536000001, NULL,
+      "report.progress.ranks.out_age_ms: 31536000001 outside 0..31536000000" },
+    { "report.progress.ranks.step_age_ms", SET_VALUE, -2, NULL,
+      "report.progress.ranks.step_age_ms: -2 outside -1..31536000000" },
+    { "report.stacks_request.deadline_ms", SET_VALUE, 999, NULL,
+      "report.stacks_request.deadline_ms: 999 outside 1000..600000" },
+    { "report.stacks_request.deadline_ms", SET_VALUE, 600001, NULL,
+      "report.stacks_request.deadline_ms: 600001 outside 1000..600000" },
+    { "report.stacks.rank", SET_VALUE, 65536, NULL, "report.stacks.rank: 65536 outside 0..65535" },
+    { "report.stacks.doc", SET_LEN, 0, NULL, "report.stacks.doc: empty, must be set" },
+    { "report.stacks.doc", SET_LEN, 262145, NULL, "report.stacks.doc: 262145 bytes, more than the bound of 262144" },
+    { "report.stacks_done.ranks", SET_VALUE, 1025, NULL, "report.stacks_done.ranks: 1025 outside 0..1024" },
+    { "report.health.summaries", SET_LEN, 0, NULL, "report.health.summaries: empty, must be set" },
+    { "report.health.summaries", SET_LEN, 262145, NULL,
+      "report.health.summaries: 262145 bytes, more than the bound of 262144" },
+    { "report.health_block.text", SET_LEN, 0, NULL, "report.health_block.text: empty, must be set" },
+    { "report.health_block.text", SET_LEN, 262145, NULL,
+      "report.health_block.text: 262145 bytes, more than the bound of 262144" },
+    { "report.summary.exit_status", SET_VALUE, 0, NULL, "report.summary.exit_status: 0 outside 1..255" },
+    { "report.summary.exit_status", SET_VALUE, 256, NULL, "report.summary.exit_status: 256 outside 1..255" },
+    { "report.summary.block", SET_LEN, 0, NULL, "report.summary.block: empty, must be set" },
+    { "report.summary.headline", SET_LEN, 1025, NULL,
+      "report.summary.headline: 1025 bytes, more than the bound of 1024" },
     { "bye.exit_status", SET_VALUE, 256, NULL, "bye.exit_status: 256 outside 0..255" },
     { "relay_start.max_children", SET_VALUE, 0, NULL, "relay_start.max_children: 0 outside 1..65535" },
     { "relay_start.max_children", SET_VALUE, 65536, NULL, "relay_start.max_children: 65536 outside 1..65535" },
@@ -344,6 +368,17 @@ static ProtobufCMessage *s_target(struct sample *s, const char *path, const Prot
     assert_non_null(bf);
     sample_init(s, bf->id);
     m = s_body(&s->msg);
+    /* Deeper: "report.KIND.field" (that kind's sample), "report.progress.ranks.field" (the first entry). */
+    for (const char *next; (next = strchr(dot + 1, '.')) != NULL; dot = next) {
+        snprintf(body, sizeof body, "%.*s", (int)(next - dot - 1), dot + 1);
+        bf = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, body);
+        if (!bf || bf->type != PROTOBUF_C_TYPE_MESSAGE)
+            fail_msg("no message field %s in %s", body, path);
+        if (m == &s->report.base)
+            sample_report(s, (wire_report_t)bf->id);
+        void *p = (char *)m + bf->offset;
+        m = bf->label == PROTOBUF_C_LABEL_REPEATED ? (*(ProtobufCMessage ***)p)[0] : *(ProtobufCMessage **)p;
+    }
     *f = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, dot + 1);
     if (!*f)
         fail_msg("no field %s", path);
@@ -360,7 +395,7 @@ static char *s_string_of(size_t n)
 
 static void s_set_scalar(const ProtobufCFieldDescriptor *f, void *p, int64_t v)
 {
-    if (f->type == PROTOBUF_C_TYPE_UINT64)
+    if (f->type == PROTOBUF_C_TYPE_UINT64 || f->type == PROTOBUF_C_TYPE_SINT64)
         *(uint64_t *)p = (uint64_t)v;
     else
         *(uint32_t *)p = (uint32_t)v;
@@ -370,7 +405,8 @@ static void s_apply(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, cons
 {
     char *p = (char *)m + f->offset;
     size_t *count = (size_t *)((char *)m + f->quantifier_offset);
-    size_t es = f->type == PROTOBUF_C_TYPE_STRING ? sizeof(char *) : sizeof(uint32_t);
+    size_t es = f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_MESSAGE ? sizeof(void *)
+                                                                                          : sizeof(uint32_t);
     char *arr;
     switch (b->op) {
     case SET_VALUE:
@@ -403,6 +439,56 @@ static void s_apply(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, cons
             (*(uint32_t **)p)[0] = (uint32_t)b->arg;
         break;
     }
+}
+
+/* Every kind of REPORT, every field set, survives a round trip as the same kind; a REPORT without a kind, or
+ * whose kind's message is another's, is refused by name. */
+static void test_round_trip_every_report(void **state)
+{
+    for (size_t i = 0; i < SAMPLE_NREPORTS; i++) {
+        struct sample s;
+        char err[256] = "";
+        size_t len, len2;
+        sample_init(&s, WIRE_REPORT);
+        sample_report(&s, sample_reports[i]);
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(&plaunch__report__descriptor, sample_reports[i]);
+        assert_non_null(f);
+        const ProtobufCMessage *k = *(ProtobufCMessage **)((char *)&s.report + f->offset);
+        s_assert_all_set(k);
+        if (sample_reports[i] == WIRE_R_PROGRESS)
+            s_assert_all_set(&s.progress_ranks[0].base);
+        uint8_t *buf = s_encode(&s.msg, &len);
+        wire_msg_t *in = wire_decode(buf, len, WIRE_TO_COORD | WIRE_TO_AGENT, err, sizeof err);
+        if (!in)
+            fail_msg("%s: %s", wire_report_name(sample_reports[i]), err);
+        assert_int_equal(in->body_case, WIRE_REPORT);
+        assert_int_equal(in->report->kind_case, sample_reports[i]);
+        uint8_t *buf2 = s_encode(in, &len2);
+        assert_int_equal(len2, len);
+        assert_memory_equal(buf2, buf, len);
+        assert_string_not_equal(wire_report_name(sample_reports[i]), "UNKNOWN");
+        wire_free(&in);
+        free(buf);
+        free(buf2);
+    }
+    struct sample s;
+    char err[256] = "";
+    size_t len;
+    sample_init(&s, WIRE_REPORT);
+    s.report.kind_case = WIRE_R_NONE;
+    s.report.stacks = NULL;
+    assert_int_equal(wire_check(&s.msg, err, sizeof err), -1);
+    assert_string_equal(err, "report: no kind set (empty, or of a newer protocol)");
+    uint8_t *buf = s_pack_raw(&s.msg, &len);
+    assert_null(wire_decode(buf, len, WIRE_ANY, err, sizeof err));
+    assert_string_equal(err, "report: no kind set (empty, or of a newer protocol)");
+    free(buf);
+    sample_init(&s, WIRE_REPORT);
+    s.report.stacks = (Plaunch__Stacks *)&s.stacks_done; /* the kind says STACKS, the message is another */
+    assert_int_equal(wire_check(&s.msg, err, sizeof err), -1);
+    assert_string_equal(err, "report.stacks: missing or of another type");
+    assert_string_equal(wire_report_name((wire_report_t)99), "UNKNOWN");
 }
 
 static void test_every_bound_refused_by_name(void **state)
@@ -761,56 +847,56 @@ static void test_version_mismatch(void **state)
     char err[512];
 
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 5;
+    s.msg.protocol_version = 6;
     s.join.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 5, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on the coordinator's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 5, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.2.0) speaks protocol 6, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 5: upgrade plaunch on the coordinator's node");
 
     sample_init(&s, WIRE_JOIN);
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 5, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 4, coordinator (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 5: upgrade plaunch on node gpu-07");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 6, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "agent on node gpu-07 (plaunch 0.1.0) speaks protocol 5, coordinator (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 6: upgrade plaunch on node gpu-07");
 
     sample_init(&s, WIRE_HELLO);
-    s.msg.protocol_version = 5;
+    s.msg.protocol_version = 6;
     s.hello.plaunch_version = "0.2.0";
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 4, NULL, err, sizeof err), -1);
-    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 5, agent (plaunch "
-                             PLAUNCH_VERSION ") speaks protocol 4: upgrade plaunch on the agent's node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_AGENT, 5, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "coordinator on node head-0 (plaunch 0.2.0) speaks protocol 6, agent (plaunch "
+                             PLAUNCH_VERSION ") speaks protocol 5: upgrade plaunch on the agent's node");
 
     /* A newer peer's JOIN that breaks this version's bounds: the body is dropped, the version still reported. */
     sample_init(&s, WIRE_JOIN);
-    s.msg.protocol_version = 6;
+    s.msg.protocol_version = 7;
     s.join.nproc = 2000;
     s.join.n_worker_ports = 0;
-    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 4, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 6, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 4: upgrade plaunch on this node");
+    assert_int_equal(s_peer_verdict(&s, WIRE_TO_COORD, 5, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 7, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 5: upgrade plaunch on this node");
 
     sample_init(&s, WIRE_HEARTBEAT);
-    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 4, SAMPLE_JOB, err, sizeof err), 0);
+    assert_int_equal(s_peer_verdict(&s, WIRE_ANY, 5, SAMPLE_JOB, err, sizeof err), 0);
 }
 
 static void test_newer_body_type(void **state)
 {
-    /* protocol_version 5, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
-    static const uint8_t buf[] = { 0x08, 0x05, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
+    /* protocol_version 6, job_id "job-1", then field 30 (a body this version does not know), 2 bytes. */
+    static const uint8_t buf[] = { 0x08, 0x06, 0x12, 0x05, 'j', 'o', 'b', '-', '1', 0xf2, 0x01, 0x02, 0x08, 0x01 };
     char err[512];
     wire_msg_t *in = wire_decode(buf, sizeof buf, WIRE_ANY, err, sizeof err);
     assert_non_null(in);
     assert_int_equal(in->body_case, WIRE_NONE);
-    assert_int_equal(wire_check_peer(in, 4, SAMPLE_JOB, err, sizeof err), -1);
-    assert_string_equal(err, "peer speaks protocol 5, this node (plaunch " PLAUNCH_VERSION
-                             ") speaks protocol 4: upgrade plaunch on this node");
+    assert_int_equal(wire_check_peer(in, 5, SAMPLE_JOB, err, sizeof err), -1);
+    assert_string_equal(err, "peer speaks protocol 6, this node (plaunch " PLAUNCH_VERSION
+                             ") speaks protocol 5: upgrade plaunch on this node");
     wire_free(&in);
     /* The same from a peer of this version is refused by the decoder: same version, same schema. */
     {
         uint8_t v1[sizeof buf];
         memcpy(v1, buf, sizeof buf);
-        v1[1] = 0x04;
+        v1[1] = 0x05;
         assert_null(wire_decode(v1, sizeof v1, WIRE_ANY, err, sizeof err));
-        assert_string_equal(err, "envelope: field 30 is not in protocol 4 (a peer built from other sources?)");
+        assert_string_equal(err, "envelope: field 30 is not in protocol 5 (a peer built from other sources?)");
     }
 }
 
@@ -830,6 +916,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_type),
+        cmocka_unit_test(test_round_trip_every_report),
         cmocka_unit_test(test_round_trip_values),
         cmocka_unit_test(test_assign_endpoints),
         cmocka_unit_test(test_every_bound_refused_by_name),

@@ -26,6 +26,15 @@ struct sample {
     Plaunch__Barrier barrier;
     Plaunch__BarrierDone barrier_done;
     Plaunch__Report report;
+    Plaunch__Progress progress;
+    Plaunch__ProgressRank progress_ranks[2];
+    Plaunch__ProgressRank *progress_rank_ptrs[2];
+    Plaunch__StacksRequest stacks_request;
+    Plaunch__Stacks stacks;
+    Plaunch__StacksDone stacks_done;
+    Plaunch__Health health;
+    Plaunch__HealthBlock health_block;
+    Plaunch__Summary summary;
     Plaunch__Bye bye;
     Plaunch__RelayStart relay_start;
     Plaunch__RelayReady relay_ready;
@@ -53,6 +62,12 @@ static const wire_type_t sample_types[] = {
     WIRE_RELAY_START, WIRE_RELAY_READY, WIRE_REDIRECT, WIRE_RELAYED,
 };
 #define SAMPLE_NTYPES (sizeof sample_types / sizeof sample_types[0])
+/* Every kind of REPORT (sample_report). */
+static const wire_report_t sample_reports[] = {
+    WIRE_R_PROGRESS, WIRE_R_STACKS_REQUEST, WIRE_R_STACKS,  WIRE_R_STACKS_DONE,
+    WIRE_R_HEALTH,   WIRE_R_HEALTH_BLOCK,   WIRE_R_SUMMARY,
+};
+#define SAMPLE_NREPORTS (sizeof sample_reports / sizeof sample_reports[0])
 
 static void sample_fill_bodies(struct sample *s)
 {
@@ -168,10 +183,38 @@ static void sample_fill_bodies(struct sample *s)
     s->barrier_done.n_ranks = 2;
     s->barrier_done.ranks = s->done_ranks;
 
+    for (int i = 0; i < 2; i++) {
+        plaunch__progress_rank__init(&s->progress_ranks[i]);
+        s->progress_rank_ptrs[i] = &s->progress_ranks[i];
+        s->progress_ranks[i].rank = (uint32_t)(4 + i);
+        s->progress_ranks[i].step = 120 + i;
+        s->progress_ranks[i].out_age_ms = 250;
+        s->progress_ranks[i].step_age_ms = 900;
+    }
+    plaunch__progress__init(&s->progress);
+    s->progress.n_ranks = 2;
+    s->progress.ranks = s->progress_rank_ptrs;
+    plaunch__stacks_request__init(&s->stacks_request);
+    s->stacks_request.deadline_ms = 6000;
+    s->stacks_request.abort = 1;
+    plaunch__stacks__init(&s->stacks);
+    s->stacks.rank = 3;
+    s->stacks.doc.len = strlen(s->json);
+    s->stacks.doc.data = (uint8_t *)s->json;
+    plaunch__stacks_done__init(&s->stacks_done);
+    s->stacks_done.ranks = 4;
+    plaunch__health__init(&s->health);
+    s->health.summaries.len = strlen(s->json);
+    s->health.summaries.data = (uint8_t *)s->json;
+    plaunch__health_block__init(&s->health_block);
+    s->health_block.text = "plaunch: health: 8 ranks on 2 nodes healthy\n";
+    plaunch__summary__init(&s->summary);
+    s->summary.exit_status = 130;
+    s->summary.block = "plaunch: job job-1 stopped: SIGINT\nplaunch: every node exits with 130\n";
+    s->summary.headline = "plaunch: job job-1 stopped: SIGINT";
     plaunch__report__init(&s->report);
-    s->report.kind = "probe";
-    s->report.json.len = strlen(s->json);
-    s->report.json.data = (uint8_t *)s->json;
+    s->report.kind_case = WIRE_R_STACKS;
+    s->report.stacks = &s->stacks;
 
     plaunch__bye__init(&s->bye);
     s->bye.exit_status = 1;
@@ -237,6 +280,21 @@ static void sample_init(struct sample *s, wire_type_t t)
     memset(s, 0, sizeof *s);
     sample_fill_bodies(s);
     wire_init(&s->msg, SAMPLE_JOB, SAMPLE_GEN, t, bodies[t]);
+}
+
+/* Points s's REPORT (sample_init(s, WIRE_REPORT) first) at its sample of kind k. */
+static void sample_report(struct sample *s, wire_report_t k)
+{
+    void *kinds[] = {
+        [WIRE_R_PROGRESS] = &s->progress,
+        [WIRE_R_STACKS_REQUEST] = &s->stacks_request,
+        [WIRE_R_STACKS] = &s->stacks,
+        [WIRE_R_STACKS_DONE] = &s->stacks_done,
+        [WIRE_R_HEALTH] = &s->health,
+        [WIRE_R_HEALTH_BLOCK] = &s->health_block,
+        [WIRE_R_SUMMARY] = &s->summary,
+    };
+    wire_report_init(&s->msg, &s->report, SAMPLE_JOB, SAMPLE_GEN, k, kinds[k]);
 }
 
 #endif

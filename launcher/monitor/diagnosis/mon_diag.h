@@ -36,7 +36,7 @@ struct mon_finding {
 };
 
 /* What one rank's steady state looked like: small and bounded, so every node can send its ranks' summaries to the
- * coordinator (REPORT "health", mon_json.h) instead of raw series. NAN where unknown (-1 for the ECC counts).
+ * coordinator (REPORT HEALTH, mon_json.h) instead of raw series. NAN where unknown (-1 for the ECC counts).
  * Steady state: the latest generation's points after its first warmup_s. Events (ECC, Xid) count over the whole
  * series, every generation and the warm-ups included: an Xid that ended generation 0 is what matters most. */
 struct mon_rank_summary {

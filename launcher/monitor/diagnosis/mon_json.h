@@ -1,4 +1,4 @@
-/* mon_json: rank summaries as JSON, for the REPORT "health" each node sends the coordinator (at most WIRE_MAX_REPORT
+/* mon_json: rank summaries as JSON, for the REPORT HEALTH each node sends the coordinator (at most WIRE_MAX_REPORT
  * bytes) and for plaunch report --json; decoding checks every field and bound (a peer's bytes). */
 #ifndef PLAUNCH_MON_JSON_H
 #define PLAUNCH_MON_JSON_H
