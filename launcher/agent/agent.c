@@ -60,26 +60,26 @@ static int s_connect(agent_t *ac)
     loop_t *loop = ac->loop;
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
     if (ac->hosts_coord) {
-        ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->multi ? ac->endpoint : NULL, ac->tls,
+        ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->node.multi ? ac->endpoint : NULL, ac->tls,
                                   ac->thresh, s_local_msg, ac, err, sizeof err);
         if (!ac->cs && errno == EADDRINUSE && ac->job->opt.sched_node0) {
             /* the scheduler's first node has no other plaunch to join: the port is someone else's */
             log_error("%s; on %s another program holds port %d: give this job another one with --master-port",
-                      err, ac->job->hostname, ac->master_port);
+                      err, ac->job->node.hostname, ac->master_port);
             return -1;
-        } else if (!ac->cs && errno == EADDRINUSE && ac->job->multi && !ac->job->opt.insecure) {
+        } else if (!ac->cs && errno == EADDRINUSE && ac->job->node.multi && !ac->job->opt.insecure) {
             /* another plaunch on this machine took the port between our check and our bind: join it */
             int insecure = 0;
             log_info("another plaunch here hosts the coordinator at %s: joining it", ac->endpoint);
             tls_ctx_destroy(&ac->tls);
-            ac->tls = creds_tls(&ac->job->opt, ac->job->host_addr, ac->job->hostname, 0, "", &insecure, err,
+            ac->tls = creds_tls(&ac->job->opt, ac->job->node.host_addr, ac->job->node.hostname, 0, "", &insecure, err,
                                 sizeof err);
             ac->hosts_coord = 0;
             if (!ac->tls) {
                 log_error("%s", err);
                 return -1;
             }
-        } else if (!ac->cs && errno == EADDRINUSE && ac->job->multi) {
+        } else if (!ac->cs && errno == EADDRINUSE && ac->job->node.multi) {
             ac->hosts_coord = 0; /* plaintext: the same credentials (none) serve as a client */
         } else if (!ac->cs) {
             log_error("%s", err);
@@ -109,18 +109,18 @@ static int s_resolved(agent_t *ac, char *err, size_t errlen)
     ac->hosts_coord = creds_is_local_addr(ac->master_ip) && creds_port_free(ac->master_ip, ac->master_port);
     if (!job->opt.host[0]) {
         if (ac->hosts_coord)
-            snprintf(job->host_addr, sizeof job->host_addr, "%s", ac->master_ip);
-        else if (net_route_addr(ac->master_ip, job->host_addr, sizeof job->host_addr) < 0) {
+            snprintf(job->node.host_addr, sizeof job->node.host_addr, "%s", ac->master_ip);
+        else if (net_route_addr(ac->master_ip, job->node.host_addr, sizeof job->node.host_addr) < 0) {
             snprintf(err, errlen, "no route from this node to the coordinator %s (%s): %s", job->opt.master,
                      ac->master_ip, strerror(errno));
             return -1;
         }
     }
-    ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, ac->hosts_coord, ac->retry_hint, &insecure, err,
+    ac->tls = creds_tls(&job->opt, job->node.host_addr, job->node.hostname, ac->hosts_coord, ac->retry_hint, &insecure, err,
                         errlen);
     if (!ac->tls && !insecure)
         return -1;
-    log_info("node %s (%s): %s the coordinator at %s:%d", job->hostname, job->host_addr,
+    log_info("node %s (%s): %s the coordinator at %s:%d", job->node.hostname, job->node.host_addr,
              ac->hosts_coord ? "hosting" : "joining", ac->master_ip, ac->master_port);
     return 0;
 }
@@ -148,7 +148,7 @@ static void s_relink(agent_t *ac, const char *ip)
              ac->master_ip);
     snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ip);
     if (!ac->job->opt.host[0])
-        net_route_addr(ac->master_ip, ac->job->host_addr, sizeof ac->job->host_addr);
+        net_route_addr(ac->master_ip, ac->job->node.host_addr, sizeof ac->job->node.host_addr);
     link_destroy(&ac->link);
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
     ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
@@ -253,7 +253,7 @@ static void s_hang_send(void *arg, wire_report_t kind, void *body)
     agent_t *ac = arg;
     wire_msg_t m;
     Plaunch__Report r;
-    wire_report_init(&m, &r, ac->job->job_id, (uint32_t)ac->job->generation, kind, body);
+    wire_report_init(&m, &r, ac->job->node.job_id, (uint32_t)ac->job->gen.generation, kind, body);
     agent_proto_up(ac, &m);
 }
 
@@ -271,7 +271,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         return -1;
     }
     zmq_ctx_set(ac->zctx, ZMQ_BLOCKY, 0);
-    ac->ipc = agent_ipc_new(ac->zctx, loop, ac->job->agent_endpoint, ac->job->job_id, agent_proto_worker_up, ac, err,
+    ac->ipc = agent_ipc_new(ac->zctx, loop, ac->job->node.agent_endpoint, ac->job->node.job_id, agent_proto_worker_up, ac, err,
                             sizeof err);
     if (!ac->ipc) {
         log_error("%s", err);
@@ -291,7 +291,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
     }
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
     heartbeat_init(&ac->hb, ac->job->opt.heartbeat, ac->job->opt.heartbeat_timeout);
-    if (ac->job->multi)
+    if (ac->job->node.multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
     ac->said_ns = loop_now_ns(); /* the first "waiting for ..." line comes after AGENT_SAY_NS */
     return ac->resolving ? s_resolve_begin(ac) : s_connect(ac);
@@ -302,7 +302,7 @@ static void s_gen_start(void *arg, const struct job *job)
     agent_t *ac = arg;
     errfile_clear(job);
     agent_hang_generation(ac->hang);
-    agent_ipc_set_generation(ac->ipc, (uint32_t)job->generation);
+    agent_ipc_set_generation(ac->ipc, (uint32_t)job->gen.generation);
 }
 
 /* CUDA's "driver version is insufficient" (or torch's "driver on your system is too old") in a failed worker's
@@ -351,13 +351,13 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     x.n_log_tail = n;
     x.log_tail = lines;
     char quote[ERRFILE_MAX_LINES][ERRFILE_LINE], *qlines[ERRFILE_MAX_LINES], path[PATH_MAX + 32];
-    errfile_path(job->log_dir, w->rank, path, sizeof path);
+    errfile_path(job->node.log_dir, w->rank, path, sizeof path);
     x.n_error_quote = (size_t)errfile_quote(path, x.exit_time_unix_ms - x.runtime_ms, quote, ERRFILE_MAX_LINES);
     for (size_t i = 0; i < x.n_error_quote; i++)
         qlines[i] = quote[i];
     x.error_quote = qlines;
     x.error_file = x.n_error_quote ? path : "";
-    wire_init(&m, job->job_id, (uint32_t)job->generation, WIRE_WORKER_EXIT, &x);
+    wire_init(&m, job->node.job_id, (uint32_t)job->gen.generation, WIRE_WORKER_EXIT, &x);
     agent_proto_up(ac, &m);
 }
 
@@ -427,10 +427,10 @@ agent_t *agent_new(struct job *job, const struct mon_thresh *thresh, const char 
     ac->thresh = thresh;
     snprintf(ac->retry_hint, sizeof ac->retry_hint, "%s", retry_hint);
     ac->job_id_given = job->opt.job_id[0] != '\0';
-    job->node_rank = -1;
-    if (!job->multi) { /* one node: the same path, with the coordinator in this process and no network */
+    job->gen.node_rank = -1;
+    if (!job->node.multi) { /* one node: the same path, with the coordinator in this process and no network */
         ac->hosts_coord = 1;
-        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->host_addr);
+        snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->node.host_addr);
         return ac;
     }
     if (creds_split_master(job->opt.master, ac->master_host, sizeof ac->master_host, &ac->master_port, err,
@@ -446,12 +446,12 @@ agent_t *agent_new(struct job *job, const struct mon_thresh *thresh, const char 
         ac->hosts_coord = 1;
         snprintf(ac->master_ip, sizeof ac->master_ip, "0.0.0.0");
         if (!job->opt.host[0])
-            net_primary_addr(job->host_addr, sizeof job->host_addr);
-        ac->tls = creds_tls(&job->opt, job->host_addr, job->hostname, 1, retry_hint, &insecure, err, errlen);
+            net_primary_addr(job->node.host_addr, sizeof job->node.host_addr);
+        ac->tls = creds_tls(&job->opt, job->node.host_addr, job->node.hostname, 1, retry_hint, &insecure, err, errlen);
         if (!ac->tls && !insecure)
             goto error;
-        log_info("node %s (%s): hosting the coordinator on port %d (%s's first node)", job->hostname,
-                 job->host_addr, ac->master_port, job->opt.sched_what);
+        log_info("node %s (%s): hosting the coordinator on port %d (%s's first node)", job->node.hostname,
+                 job->node.host_addr, ac->master_port, job->opt.sched_what);
     } else if (inet_pton(AF_INET, ac->master_host, &numeric) == 1) {
         snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ac->master_host);
         if (s_resolved(ac, err, errlen) < 0)

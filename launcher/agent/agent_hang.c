@@ -32,7 +32,7 @@ struct agent_hang {
 static void s_read_progress(agent_hang_t *h, int i, uint64_t now)
 {
     char path[PATH_MAX + 32], b[64];
-    snprintf(path, sizeof path, "%s/progress.%d", h->job->run_dir, i);
+    snprintf(path, sizeof path, "%s/progress.%d", h->job->node.run_dir, i);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return;
@@ -60,11 +60,11 @@ static int s_tick(loop_t *loop, int id, void *arg)
     struct job *job = h->job;
     h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, h);
     uint64_t now = loop_now_ns();
-    Plaunch__ProgressRank *r = calloc((size_t)(job->nworkers > 0 ? job->nworkers : 1), sizeof *r);
-    Plaunch__ProgressRank **rp = calloc((size_t)(job->nworkers > 0 ? job->nworkers : 1), sizeof *rp);
+    Plaunch__ProgressRank *r = calloc((size_t)(job->node.nworkers > 0 ? job->node.nworkers : 1), sizeof *r);
+    Plaunch__ProgressRank **rp = calloc((size_t)(job->node.nworkers > 0 ? job->node.nworkers : 1), sizeof *rp);
     Plaunch__Progress pr = PLAUNCH__PROGRESS__INIT;
     size_t n = 0;
-    for (int i = 0; r && rp && i < job->nworkers && i < h->nw && n < WIRE_MAX_LOCAL; i++) {
+    for (int i = 0; r && rp && i < job->node.nworkers && i < h->nw && n < WIRE_MAX_LOCAL; i++) {
         const struct worker *wk = &job->workers[i];
         if (wk->state != W_RUNNING)
             continue;
@@ -93,7 +93,7 @@ void agent_hang_generation(agent_hang_t *h)
     if (!h)
         return;
     for (int i = 0; i < h->nw; i++) {
-        snprintf(path, sizeof path, "%s/progress.%d", h->job->run_dir, i);
+        snprintf(path, sizeof path, "%s/progress.%d", h->job->node.run_dir, i);
         unlink(path);
         h->w[i].step = -1;
     }
@@ -105,12 +105,12 @@ agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn s
     if (job->opt.hang_timeout <= 0)
         return NULL;
     agent_hang_t *h = calloc(1, sizeof *h);
-    if (!h || (h->w = calloc((size_t)job->nworkers + 1, sizeof *h->w)) == NULL) {
+    if (!h || (h->w = calloc((size_t)job->node.nworkers + 1, sizeof *h->w)) == NULL) {
         snprintf(err, errlen, "hang watch: out of memory");
         free(h);
         return NULL;
     }
-    h->job = job, h->loop = loop, h->send = send, h->arg = arg, h->nw = job->nworkers;
+    h->job = job, h->loop = loop, h->send = send, h->arg = arg, h->nw = job->node.nworkers;
     for (int i = 0; i < h->nw; i++)
         h->w[i].step = -1;
     h->tick_ms = opts_hang_tick_ms(&job->opt);

@@ -55,55 +55,60 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     struct job *job = ac->job;
     const Plaunch__Assign *a = m->assign;
     char err[512];
-    if (a->local_world_size != (uint32_t)job->nworkers) {
+    if (a->local_world_size != (uint32_t)job->node.nworkers) {
         log_error("the coordinator assigned %u workers to this node, which runs %d", a->local_world_size,
-                  job->nworkers);
+                  job->node.nworkers);
         return -1;
     }
-    int first_assign = job->node_rank < 0;
-    job->generation = (int)m->generation;
-    job->node_rank = (int)a->node_rank;
-    job->nnodes = (int)a->nnodes;
-    job->rank_base = (int)a->first_rank;
-    job->world_size = (int)a->world_size;
-    job->master_port = (int)a->master_port;
-    snprintf(job->master_addr, sizeof job->master_addr, "%s", a->master_addr);
+    int first_assign = job->gen.node_rank < 0;
+    job->gen.generation = (int)m->generation;
+    job->gen.node_rank = (int)a->node_rank;
+    job->gen.nnodes = (int)a->nnodes;
+    job->gen.rank_base = (int)a->first_rank;
+    job->gen.world_size = (int)a->world_size;
+    job->gen.master_port = (int)a->master_port;
+    snprintf(job->gen.master_addr, sizeof job->gen.master_addr, "%s", a->master_addr);
     /* torch's gloo takes the address its host name resolves to (127.0.1.1 on many hosts), NCCL the first
      * interface that is not loopback: across hosts, both must use the one that reaches node rank 0. */
     char ifname[64] = "";
-    if (job->multi && net_route_ifname(job->master_addr, ifname, sizeof ifname) == 0 &&
-        strcmp(ifname, job->socket_ifname) != 0) {
-        snprintf(job->socket_ifname, sizeof job->socket_ifname, "%s", ifname);
+    if (job->node.multi && net_route_ifname(job->gen.master_addr, ifname, sizeof ifname) == 0 &&
+        strcmp(ifname, job->gen.socket_ifname) != 0) {
+        snprintf(job->gen.socket_ifname, sizeof job->gen.socket_ifname, "%s", ifname);
         log_info("workers reach MASTER_ADDR %s through interface %s (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME unless "
-                 "set)", job->master_addr, ifname);
+                 "set)", job->gen.master_addr, ifname);
     }
-    free(job->endpoints);
-    job->endpoints = NULL;
-    if (wire_assign_has_tables(a) && !(job->endpoints = wire_assign_endpoints(a, err, sizeof err))) {
+    free(job->gen.endpoints);
+    job->gen.endpoints = NULL;
+    if (wire_assign_has_tables(a) && !(job->gen.endpoints = wire_assign_endpoints(a, err, sizeof err))) {
         log_error("bad ASSIGN: %s", err);
         return -1;
-    } else if (!job->endpoints && first_assign) {
+    } else if (!job->gen.endpoints && first_assign) {
         log_info("%d nodes x %d ranks: the ASSIGN carries this node's part only; PADDLE_TRAINER_ENDPOINTS is empty",
-                 job->nnodes, job->world_size);
+                 job->gen.nnodes, job->gen.world_size);
     }
-    for (int i = 0; i < job->nworkers; i++) {
-        job->workers[i].rank = job->rank_base + i;
-        job->endpoint_ports[i] = (int)a->local_ports[i];
+    for (int i = 0; i < job->node.nworkers; i++) {
+        job->workers[i].rank = job->gen.rank_base + i;
+        job->gen.endpoint_ports[i] = (int)a->local_ports[i];
+    }
+    if (!job->node.multi && jobsetup_pick_ports(job, err, sizeof err) < 0) { /* one node: its ports, here too */
+        log_error("%s", err);
+        return -1;
     }
     jobsetup_tee(job, &job->opt, err, sizeof err);
     if (output_open_logs(job, err, sizeof err) < 0) {
         log_error("%s", err);
         return -1;
     }
-    if (first_assign && job->multi && job->opt.node_rank < 0 && !job->opt.quiet)
-        fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->node_rank, job->nnodes,
-                job->rank_base, job->rank_base + job->nworkers - 1, job->world_size);
-    if (job->multi)
-        log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->node_rank,
-                 job->nnodes, job->rank_base, job->rank_base + job->nworkers - 1, job->world_size, job->generation,
-                 job->master_addr, job->master_port);
-    else /* one node: the workers' MASTER_PORT is picked when the generation starts (supervise.c logs it) */
-        log_info("assigned: ranks 0-%d, generation %d", job->nworkers - 1, job->generation);
+    if (first_assign && job->node.multi && job->opt.node_rank < 0 && !job->opt.quiet)
+        fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->gen.node_rank, job->gen.nnodes,
+                job->gen.rank_base, job->gen.rank_base + job->node.nworkers - 1, job->gen.world_size);
+    if (job->node.multi)
+        log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->gen.node_rank,
+                 job->gen.nnodes, job->gen.rank_base, job->gen.rank_base + job->node.nworkers - 1, job->gen.world_size, job->gen.generation,
+                 job->gen.master_addr, job->gen.master_port);
+    else
+        log_info("assigned: ranks 0-%d, generation %d, MASTER_ADDR=%s MASTER_PORT=%d", job->node.nworkers - 1,
+                 job->gen.generation, job->gen.master_addr, job->gen.master_port);
     return 0;
 }
 
@@ -154,7 +159,7 @@ static void s_report(agent_t *ac, const Plaunch__Report *r)
             free(safe);
         } else {
             fprintf(stderr, "plaunch: the job failed; its root cause is in %s/%s and on the coordinator's terminal\n",
-                    ac->job->log_dir, ac->job->log_name);
+                    ac->job->node.log_dir, ac->job->node.log_name);
         }
         break;
     default:
@@ -168,12 +173,12 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
     ac->last_heard_ns = loop_now_ns();
     if (m->body_case == WIRE_HELLO) {
         snprintf(ac->coord_host, sizeof ac->coord_host, "%s", m->hello->hostname);
-        if (strcmp(m->job_id, ac->job->job_id) != 0 && !ac->job_id_given) {
-            snprintf(ac->job->job_id, sizeof ac->job->job_id, "%s", m->job_id);
+        if (strcmp(m->job_id, ac->job->node.job_id) != 0 && !ac->job_id_given) {
+            snprintf(ac->job->node.job_id, sizeof ac->job->node.job_id, "%s", m->job_id);
             agent_ipc_set_job(ac->ipc, m->job_id);
         }
         /* With another --job-id we still JOIN: the coordinator refuses it and both logs say why. */
-        if (!ac->heard && ac->job->multi)
+        if (!ac->heard && ac->job->node.multi)
             log_info("connected to the coordinator on %s (%s)", m->hello->hostname, ac->endpoint);
         else if (!ac->heard)
             log_info("one-node job: the coordinator runs inside this plaunch");
@@ -190,7 +195,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
         agent_proto_finish(ac, 2);
         return;
     }
-    if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, ac->job->job_id, err, sizeof err) < 0) {
+    if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, ac->job->node.job_id, err, sizeof err) < 0) {
         log_error("coordinator: %s", err);
         agent_proto_finish(ac, 2);
         return;
@@ -199,7 +204,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
     case WIRE_HEARTBEAT:
         break;
     case WIRE_ASSIGN:
-        if (ac->st == AC_RUNNING && (int)m->generation == ac->job->generation)
+        if (ac->st == AC_RUNNING && (int)m->generation == ac->job->gen.generation)
             break; /* our rejoin after a broken session: the generation goes on */
         if (s_apply_assign(ac, m) < 0) {
             agent_proto_finish(ac, 125);

@@ -85,7 +85,7 @@ static int s_start_sampler(agent_mon_t *m)
 
 static int s_csv_open(agent_mon_t *m, char *err, size_t errlen)
 {
-    m->csv_fd = ownfile_open(m->dirfd, m->job->log_dir, m->csv_name, OWNFILE_TRUNC, "choose another --log-dir", err,
+    m->csv_fd = ownfile_open(m->dirfd, m->job->node.log_dir, m->csv_name, OWNFILE_TRUNC, "choose another --log-dir", err,
                              errlen);
     if (m->csv_fd < 0)
         return -1;
@@ -105,14 +105,14 @@ static void s_csv_write(agent_mon_t *m, const char *line, size_t len)
         m->csv_fd = -1;
         /* renameat replaces whatever is at .1, a planted link included, without following it */
         if (renameat(m->dirfd, m->csv_name, m->dirfd, old) < 0 || s_csv_open(m, err, sizeof err) < 0) {
-            log_warn("monitor: cannot rotate %s/%s (%s); the monitor's file stops here", m->job->log_dir, m->csv_name,
+            log_warn("monitor: cannot rotate %s/%s (%s); the monitor's file stops here", m->job->node.log_dir, m->csv_name,
                      m->csv_fd < 0 && errno ? strerror(errno) : err);
             return;
         }
     }
     if (util_write_all(m->csv_fd, line, len) < 0) {
         if (!m->csv_failed++)
-            log_warn("monitor: cannot write %s/%s: %s (the samples are still judged)", m->job->log_dir, m->csv_name,
+            log_warn("monitor: cannot write %s/%s: %s (the samples are still judged)", m->job->node.log_dir, m->csv_name,
                      strerror(errno));
         return;
     }
@@ -130,12 +130,12 @@ static void s_take(agent_mon_t *m, int n)
         if (k < 0 || k >= m->nseries)
             continue; /* the sampler answers for the targets it was given: anything else is dropped */
         if (!m->series[k] && (m->series[k] = malloc(sizeof *m->series[k])) != NULL) {
-            mon_series_init(m->series[k], s->rank, m->job->node_label);
+            mon_series_init(m->series[k], s->rank, m->job->node.node_label);
             m->series[k]->idle_util = m->thresh->idle_util;
         }
         if (m->series[k])
             mon_series_add(m->series[k], s);
-        int len = mon_csv_format(s, m->job->node_label, line, sizeof line);
+        int len = mon_csv_format(s, m->job->node.node_label, line, sizeof line);
         if (len > 0)
             s_csv_write(m, line, (size_t)len);
     }
@@ -148,7 +148,7 @@ static void s_preflight_answer_lost(agent_mon_t *m)
     m->preflight = 0;
     m->preflight_timer = 0;
     log_warn("preflight: NVML gave no answer within %d s on %s (a GPU may be hung: nvidia-smi would hang too); %s",
-             PREFLIGHT_DEADLINE_MS / 1000, m->job->hostname, strict ? "--preflight strict: not starting (exit status 125)"
+             PREFLIGHT_DEADLINE_MS / 1000, m->job->node.hostname, strict ? "--preflight strict: not starting (exit status 125)"
                                                                        : "starting without the checks");
     m->use_nvml = 0;
     s_drop_sampler(m);
@@ -173,7 +173,7 @@ static void s_preflight_answer(agent_mon_t *m)
         log_warn("preflight: %s", lines);
     if (strict && n > 0)
         log_error("--preflight strict: %d finding%s on %s; not starting (exit status 125: run the job on other "
-                  "nodes, or --preflight on to start anyway)", n, n == 1 ? "" : "s", m->job->hostname);
+                  "nodes, or --preflight on to start anyway)", n, n == 1 ? "" : "s", m->job->node.hostname);
     m->done(m->done_arg, strict && n > 0 ? 125 : 0);
 }
 
@@ -195,7 +195,7 @@ static int s_on_answer(loop_t *loop, int fd, void *sock, short revents, void *ar
         return 0;
     }
     m->outstanding = 0;
-    if (!m->noted && mon_sampler_note(m->sampler)[0] && m->job->gpu_mode) {
+    if (!m->noted && mon_sampler_note(m->sampler)[0] && m->job->node.gpu_mode) {
         m->noted = 1;
         log_info("monitor: %s", mon_sampler_note(m->sampler));
     }
@@ -237,11 +237,11 @@ static int s_tick(loop_t *loop, int id, void *arg)
         return 0;
     }
     int n = 0;
-    for (int i = 0; i < job->nworkers && n < MON_TARGETS_MAX; i++) {
+    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++) {
         const struct worker *w = &job->workers[i];
         if (w->state != W_RUNNING || w->pid <= 0)
             continue;
-        t[n] = (struct mon_target){ .rank = w->rank, .local_rank = w->local_rank, .generation = job->generation,
+        t[n] = (struct mon_target){ .rank = w->rank, .local_rank = w->local_rank, .generation = job->gen.generation,
                                     .pid = w->pid };
         snprintf(t[n].gpu, sizeof t[n].gpu, "%s", w->gpu);
         n++;
@@ -268,19 +268,19 @@ agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loo
     m->thresh = thresh;
     m->loop = loop;
     m->csv_fd = m->dirfd = -1;
-    m->use_nvml = job->gpu_mode; /* CPU workers: no GPU to ask about */
+    m->use_nvml = job->node.gpu_mode; /* CPU workers: no GPU to ask about */
     m->interval_ms = (int64_t)(job->opt.monitor * 1000 + 0.5);
-    m->nseries = job->nworkers;
-    m->series = calloc((size_t)job->nworkers, sizeof *m->series);
-    m->buf = calloc((size_t)job->nworkers, sizeof *m->buf);
+    m->nseries = job->node.nworkers;
+    m->series = calloc((size_t)job->node.nworkers, sizeof *m->series);
+    m->buf = calloc((size_t)job->node.nworkers, sizeof *m->buf);
     ssize_t len = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
-    snprintf(m->csv_name, sizeof m->csv_name, "monitor.%s.csv", job->node_label);
+    snprintf(m->csv_name, sizeof m->csv_name, "monitor.%s.csv", job->node.node_label);
     if (!m->series || !m->buf || len <= 0) {
         snprintf(err, errlen, "monitor: %s", len <= 0 ? "cannot find this program (/proc/self/exe)" : "out of memory");
         goto error;
     }
     m->exe[len] = '\0';
-    m->dirfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
+    m->dirfd = ownfile_open_dir(job->node.log_dir, "log directory", "choose another --log-dir", err, errlen);
     if (m->dirfd < 0 || s_csv_open(m, err, errlen) < 0)
         goto error;
     m->timer = loop_timer_after_ms(loop, m->interval_ms, s_tick, m);
@@ -294,10 +294,10 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
 {
     static const char *gpus[MON_TARGETS_MAX];
     struct job *job = m ? m->job : NULL;
-    if (!m || !job->gpu_mode || strcmp(job->opt.preflight, "off") == 0 || s_start_sampler(m) < 0)
+    if (!m || !job->node.gpu_mode || strcmp(job->opt.preflight, "off") == 0 || s_start_sampler(m) < 0)
         return 0;
     int n = 0;
-    for (int i = 0; i < job->nworkers && n < MON_TARGETS_MAX; i++)
+    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++)
         gpus[n++] = job->workers[i].gpu;
     if (mon_sampler_request_preflight(m->sampler, gpus, n) < 0)
         return 0;

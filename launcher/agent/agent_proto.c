@@ -64,7 +64,7 @@ static int64_t s_state_limit_ms(const agent_t *ac)
     case AC_VERDICT:
         return ms;
     case AC_WAIT_END:
-        return ac->job->multi ? 0 : ms;
+        return ac->job->node.multi ? 0 : ms;
     default:
         return 0;
     }
@@ -110,7 +110,7 @@ static void s_send_health(agent_t *ac)
     wire_msg_t m;
     h.summaries.data = (uint8_t *)json;
     h.summaries.len = strlen(json);
-    wire_report_init(&m, &r, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_R_HEALTH, &h);
+    wire_report_init(&m, &r, ac->job->node.job_id, (uint32_t)ac->job->gen.generation, WIRE_R_HEALTH, &h);
     agent_proto_up(ac, &m);
     free(json);
 }
@@ -122,7 +122,7 @@ void agent_proto_send_bye(agent_t *ac, int code)
     if (ac->st != AC_WAIT_END && ac->st != AC_DONE)
         s_send_health(ac);
     bye.exit_status = (uint32_t)(code & 0xff);
-    wire_init(&m, ac->job->job_id, (uint32_t)ac->job->generation, WIRE_BYE, &bye);
+    wire_init(&m, ac->job->node.job_id, (uint32_t)ac->job->gen.generation, WIRE_BYE, &bye);
     agent_proto_set_state(ac, AC_WAIT_END);
     agent_proto_up(ac, &m);
 }
@@ -189,32 +189,32 @@ void agent_proto_send_join(agent_t *ac)
     wire_msg_t m;
     int ports[WIRE_MAX_LOCAL + 1];
     uint32_t wports[WIRE_MAX_LOCAL];
-    if (ac->st != AC_RUNNING && net_free_ports(job->host_addr, ports, job->nworkers + 1) < 0) {
-        log_error("cannot find free TCP ports on %s: %s; set --host to an address of this node", job->host_addr,
+    if (ac->st != AC_RUNNING && net_free_ports(job->node.host_addr, ports, job->node.nworkers + 1) < 0) {
+        log_error("cannot find free TCP ports on %s: %s; set --host to an address of this node", job->node.host_addr,
                   strerror(errno));
         agent_proto_finish(ac, 125);
         return;
     }
     if (ac->st == AC_RUNNING) { /* a rejoin keeps the ports the workers already use */
-        ports[0] = job->master_port;
-        for (int i = 0; i < job->nworkers; i++)
-            ports[i + 1] = job->endpoint_ports[i];
+        ports[0] = job->gen.master_port;
+        for (int i = 0; i < job->node.nworkers; i++)
+            ports[i + 1] = job->gen.endpoint_ports[i];
     }
-    for (int i = 0; i < job->nworkers; i++)
+    for (int i = 0; i < job->node.nworkers; i++)
         wports[i] = (uint32_t)ports[i + 1];
-    j.hostname = job->hostname;
-    j.addr = job->host_addr;
+    j.hostname = job->node.hostname;
+    j.addr = job->node.host_addr;
     j.pid = (uint32_t)getpid();
-    j.nproc = (uint32_t)job->nworkers;
-    j.requested_node_rank = ac->st == AC_RUNNING ? job->node_rank : job->opt.node_rank;
-    j.gpus = job->opt.gpus;
+    j.nproc = (uint32_t)job->node.nworkers;
+    j.requested_node_rank = ac->st == AC_RUNNING ? job->gen.node_rank : job->opt.node_rank;
+    j.gpus = (char *)job->opt.gpus; /* borrowed, as wire_init borrows */
     j.plaunch_version = PLAUNCH_VERSION;
-    j.n_worker_ports = (size_t)job->nworkers;
+    j.n_worker_ports = (size_t)job->node.nworkers;
     j.worker_ports = wports;
     j.master_port = (uint32_t)ports[0];
-    uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->generation + 1
-                                                                 : (uint32_t)job->generation;
-    wire_init(&m, job->job_id, ac->st == AC_RUNNING ? (uint32_t)job->generation : gen, WIRE_JOIN, &j);
+    uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->gen.generation + 1
+                                                                 : (uint32_t)job->gen.generation;
+    wire_init(&m, job->node.job_id, ac->st == AC_RUNNING ? (uint32_t)job->gen.generation : gen, WIRE_JOIN, &j);
     if (ac->st != AC_RUNNING)
         agent_proto_set_state(ac, AC_JOINING);
     agent_proto_up(ac, &m);
@@ -268,7 +268,7 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
         if (ac->heard && ac->assigned && link_is_open(ac->link) && heartbeat_due(&ac->hb, now)) {
             Plaunch__Heartbeat hb;
             wire_msg_t m;
-            heartbeat_msg(&ac->hb, &hb, &m, ac->job->job_id, (uint32_t)ac->job->generation);
+            heartbeat_msg(&ac->hb, &hb, &m, ac->job->node.job_id, (uint32_t)ac->job->gen.generation);
             agent_proto_up(ac, &m);
         }
     }

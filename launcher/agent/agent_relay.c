@@ -16,7 +16,7 @@ static void s_ready(agent_t *ac, const char *endpoint, const char *text)
     wire_msg_t m;
     rr.endpoint = (char *)endpoint;
     rr.text = (char *)text;
-    wire_init(&m, ac->job->job_id, (uint32_t)(ac->job->generation > 0 ? ac->job->generation : 0), WIRE_RELAY_READY,
+    wire_init(&m, ac->job->node.job_id, (uint32_t)(ac->job->gen.generation > 0 ? ac->job->gen.generation : 0), WIRE_RELAY_READY,
               &rr);
     if (ac->link)
         link_send(ac->link, &m);
@@ -27,7 +27,7 @@ static int s_up(void *arg, const Plaunch__Relayed *batch)
 {
     agent_t *ac = arg;
     wire_msg_t m;
-    wire_init(&m, ac->job->job_id, (uint32_t)(ac->job->generation > 0 ? ac->job->generation : 0), WIRE_RELAYED,
+    wire_init(&m, ac->job->node.job_id, (uint32_t)(ac->job->gen.generation > 0 ? ac->job->gen.generation : 0), WIRE_RELAYED,
               (Plaunch__Relayed *)batch);
     return ac->link ? link_send(ac->link, &m) : -1;
 }
@@ -39,16 +39,16 @@ static void s_start(agent_t *ac, const Plaunch__RelayStart *rs)
     if (ac->relay)
         return; /* asked again: it relays already */
     if (!ac->relay_tls)
-        ac->relay_tls = creds_tls(&ac->job->opt, ac->job->host_addr, ac->job->hostname, 1, "", &insecure, err,
+        ac->relay_tls = creds_tls(&ac->job->opt, ac->job->node.host_addr, ac->job->node.hostname, 1, "", &insecure, err,
                                   sizeof err);
     if (!ac->relay_tls) {
         log_warn("cannot relay for other nodes: %s", insecure ? "no TLS (--insecure)" : err);
         s_ready(ac, "", insecure ? "no TLS (--insecure)" : err);
         return;
     }
-    struct relay_cfg cfg = { .bind_addr = ac->job->host_addr, .job_id = ac->job->job_id,
-                             .hello_host = ac->coord_host, .generation = (uint32_t)(ac->job->generation > 0
-                                                                                        ? ac->job->generation : 0),
+    struct relay_cfg cfg = { .bind_addr = ac->job->node.host_addr, .job_id = ac->job->node.job_id,
+                             .hello_host = ac->coord_host, .generation = (uint32_t)(ac->job->gen.generation > 0
+                                                                                        ? ac->job->gen.generation : 0),
                              .max_children = (int)rs->max_children, .hb_interval_ms = (int)rs->heartbeat_interval_ms,
                              .hb_timeout_ms = (int)rs->heartbeat_timeout_ms };
     if (!(ac->relay = relay_new(ac->zctx, ac->loop, ac->relay_tls, &cfg, s_up, ac, err, sizeof err))) {
@@ -85,7 +85,7 @@ int agent_relay_children(const agent_t *ac)
 void agent_relay_generation(agent_t *ac)
 {
     if (ac->relay)
-        relay_set_generation(ac->relay, (uint32_t)ac->job->generation);
+        relay_set_generation(ac->relay, (uint32_t)ac->job->gen.generation);
 }
 
 void agent_relay_free(agent_t *ac)

@@ -147,8 +147,7 @@ static int s_spawn_capture(agent_stacks_t *h, struct as_worker *w, int deadline_
     sigfillset(&all);
     /* the workers' environment (wenv.c: without PLAUNCH_TOKEN), not the agent's: the collector and the py-spy it
      * runs hold no credential of the job */
-    char *noenv[] = { NULL };
-    struct proc_spawn sp = { .path = h->exe, .argv = argv, .envp = h->job->base_env ? h->job->base_env : noenv,
+    struct proc_spawn sp = { .path = h->exe, .argv = argv, .envp = job_base_env(h->job),
                              .stdio = { PROC_NULL, p[1], PROC_KEEP }, .group = 1, .mask = &none, .dfl = &all };
     pid_t child = proc_spawn(&sp, NULL, h);
     int e = errno;
@@ -268,7 +267,7 @@ static void s_send_rank(agent_stacks_t *h, struct as_worker *w, const struct wor
 {
     char err[256] = "";
     struct hang_json_rank who = { .rank = w->rank, .pid = (int)w->pid };
-    snprintf(who.node, sizeof who.node, "%.*s", (int)sizeof who.node - 1, h->job->node_label);
+    snprintf(who.node, sizeof who.node, "%.*s", (int)sizeof who.node - 1, h->job->node.node_label);
     snprintf(who.gpu, sizeof who.gpu, "%s", wk->gpu);
     struct hang_trace *t = w->len ? hang_json_decode(w->buf, w->len, NULL, NULL, err, sizeof err) : NULL;
     if (!t) {
@@ -340,7 +339,7 @@ void agent_stacks_request(agent_stacks_t *h, const Plaunch__StacksRequest *req)
         else
             log_warn("stacks: cannot run plaunch __stacks for rank %d: %s", wk->rank, strerror(errno));
     }
-    log_info("stacks: taking the stacks of %d rank%s on %s", n, n == 1 ? "" : "s", h->job->node_label);
+    log_info("stacks: taking the stacks of %d rank%s on %s", n, n == 1 ? "" : "s", h->job->node.node_label);
     h->st_timer = loop_timer_after_ms(h->loop, native_ms + 500, s_native_deadline, h);
     if (n == 0)
         s_native_maybe_done(h);
@@ -353,7 +352,7 @@ agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_
         return NULL;
     agent_stacks_t *h = calloc(1, sizeof *h);
     ssize_t len = -1;
-    if (h && (h->w = calloc((size_t)job->nworkers + 1, sizeof *h->w)) != NULL)
+    if (h && (h->w = calloc((size_t)job->node.nworkers + 1, sizeof *h->w)) != NULL)
         len = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
     if (len <= 0) {
         snprintf(err, errlen, "hang watch: %s", h && h->w ? "cannot find this program (/proc/self/exe)"
@@ -364,7 +363,7 @@ agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_
         return NULL;
     }
     h->exe[len] = '\0';
-    h->job = job, h->loop = loop, h->send = send, h->hold = hold, h->arg = arg, h->nw = job->nworkers;
+    h->job = job, h->loop = loop, h->send = send, h->hold = hold, h->arg = arg, h->nw = job->node.nworkers;
     for (int i = 0; i < h->nw; i++)
         h->w[i].cap_fd = -1;
     return h;

@@ -160,30 +160,30 @@ static int s_run(int argc, char **argv)
      * a refused one leaving every workerlog as it was; the workers' base environment. */
     if (jobsetup_init(&job, &o, environ, err, sizeof err, &code) < 0)
         return s_setup_failed(&job, code, err);
-    if (!job.multi && output_open_logs(&job, err, sizeof err) < 0)
+    if (!job.node.multi && output_open_logs(&job, err, sizeof err) < 0)
         return s_setup_failed(&job, 2, err);
     if (wenv_init(&job, environ) < 0)
         return s_setup_failed(&job, 125, "out of memory");
-    char marker[sizeof job.agent_endpoint + 16];
-    snprintf(marker, sizeof marker, "PLAUNCH_AGENT=%s", job.agent_endpoint);
+    char marker[sizeof job.node.agent_endpoint + 16];
+    snprintf(marker, sizeof marker, "PLAUNCH_AGENT=%s", job.node.agent_endpoint);
     if (sentinel_start(marker) < 0)
         fprintf(stderr, "plaunch: warning: no orphan sentinel (%s); workers still die with plaunch\n",
                 strerror(errno));
-    log_set_origin(job.hostname); /* plaunch.log was opened with the log directory, by jobsetup_init */
-    log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
-             job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
-             o.prog_argv[0], job.log_dir);
-    if (!o.quiet && job.multi && o.nnodes == 1)
-        fprintf(stderr, "plaunch: %d %s worker%s in a one-node job (coordinator %s), logs in %s\n", job.nworkers,
-                job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.master, job.log_dir);
-    else if (!o.quiet && job.multi)
+    log_set_origin(job.node.hostname); /* plaunch.log was opened with the log directory, by jobsetup_init */
+    log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.node.job_id,
+             job.node.nworkers, job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", job.node.hostname,
+             o.prog_argv[0], job.node.log_dir);
+    if (!o.quiet && job.node.multi && o.nnodes == 1)
+        fprintf(stderr, "plaunch: %d %s worker%s in a one-node job (coordinator %s), logs in %s\n", job.node.nworkers,
+                job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", o.master, job.node.log_dir);
+    else if (!o.quiet && job.node.multi)
         fprintf(stderr, "plaunch: %d %s worker%s on this node of a %d-node job (coordinator %s), logs in %s\n",
-                job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.nnodes, o.master,
-                job.log_dir);
+                job.node.nworkers, job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", o.nnodes, o.master,
+                job.node.log_dir);
     else if (!o.quiet)
-        fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.job_id, job.nworkers,
-                job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.gpu_mode ? " on GPUs " : "",
-                job.gpu_mode ? job.visible_devices : "", job.log_dir);
+        fprintf(stderr, "plaunch: job %s: %d %s worker%s%s%s, logs in %s\n", job.node.job_id, job.node.nworkers,
+                job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", job.node.gpu_mode ? " on GPUs " : "",
+                job.node.gpu_mode ? job.node.visible_devices : "", job.node.log_dir);
     /* One code path for one node or many: the agent always talks to a coordinator, in this process on a
      * one-node job (and on the node that owns --master), over TLS otherwise. */
     struct sup_ctl ctl;

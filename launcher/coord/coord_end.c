@@ -174,7 +174,7 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     s_quote_lines("    | ", x->log_tail, x->n_log_tail, WIRE_MAX_TEXT, tail, sizeof tail);
     char logpath[PATH_MAX + 64], where[WIRE_MAX_HOST * 2 + 64], errq[CE_QUOTE_LINES * (CE_QUOTE_LINE + 8)] = "";
     if (p->local)
-        snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->log_dir, x->global_rank);
+        snprintf(logpath, sizeof logpath, "%s/workerlog.%u", cs->job->node.log_dir, x->global_rank);
     else
         snprintf(logpath, sizeof logpath, "workerlog.%u in the --log-dir of %s", x->global_rank, p->host);
     if (cs->job->opt.nnodes > 1)
@@ -210,7 +210,7 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
                  x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
         return; /* an effect of the stop already under way */
     }
-    if (cs->job->multi)
+    if (cs->job->node.multi)
         log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
                  x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
     int n = coord_verdict_restart(&cs->verdict, coord_verdict_restartable(x->exit_code, x->signal));

@@ -314,9 +314,9 @@ static void s_write_file(coord_server_t *cs, const char *text, char *path, size_
 {
     char name[64], err[512];
     snprintf(name, sizeof name, "hang.%u.txt", cs->generation);
-    snprintf(path, cap, "%s/%s", cs->job->log_dir, name);
-    int dirfd = ownfile_open_dir(cs->job->log_dir, "log directory", "choose another --log-dir", err, sizeof err);
-    int fd = dirfd >= 0 ? ownfile_open(dirfd, cs->job->log_dir, name, OWNFILE_TRUNC, "choose another --log-dir",
+    snprintf(path, cap, "%s/%s", cs->job->node.log_dir, name);
+    int dirfd = ownfile_open_dir(cs->job->node.log_dir, "log directory", "choose another --log-dir", err, sizeof err);
+    int fd = dirfd >= 0 ? ownfile_open(dirfd, cs->job->node.log_dir, name, OWNFILE_TRUNC, "choose another --log-dir",
                                        err, sizeof err) : -1;
     size_t len = strlen(text);
     if (fd < 0 || write(fd, text, len) != (ssize_t)len) {

@@ -40,7 +40,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     cs->tls = tls;
     cs->local = local;
     cs->local_arg = local_arg;
-    snprintf(cs->job_id, sizeof cs->job_id, "%s", job->job_id);
+    snprintf(cs->job_id, sizeof cs->job_id, "%s", job->node.job_id);
     cs->wait_for_more = 1;
     coord_verdict_init(&cs->verdict, job->opt.max_restarts);
     if (coord_peers_init(cs) < 0 || !(cs->services = coord_services_new(cs->job_id, loop, (coord_services_send_fn)coord_transport_send,
@@ -96,10 +96,10 @@ int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, si
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)
 {
-    char text[sizeof cs->job->hostname + 64];
+    char text[sizeof cs->job->node.hostname + 64];
     const char *name = sigabbrev_np(sig) ? sigabbrev_np(sig) : "?";
     if (cs->job->opt.nnodes > 1)
-        snprintf(text, sizeof text, "the coordinator's plaunch on %s got SIG%s", cs->job->hostname, name);
+        snprintf(text, sizeof text, "the coordinator's plaunch on %s got SIG%s", cs->job->node.hostname, name);
     else
         snprintf(text, sizeof text, "plaunch got SIG%s", name);
     coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, 128 + sig, "plaunch: job %s stopped: %s\n", cs->job_id, text);

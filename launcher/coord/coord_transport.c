@@ -74,7 +74,7 @@ int coord_transport_hello(coord_server_t *cs, int peer)
 {
     Plaunch__Hello h = PLAUNCH__HELLO__INIT;
     wire_msg_t m;
-    h.hostname = (char *)cs->job->hostname;
+    h.hostname = (char *)cs->job->node.hostname;
     h.plaunch_version = PLAUNCH_VERSION;
     wire_init(&m, cs->job_id, cs->generation, WIRE_HELLO, &h);
     cs->peers[peer].st = PS_OPEN;

@@ -16,6 +16,7 @@
 #include "idlist.h"
 #include "jobworkers.h"
 #include "log.h"
+#include "net.h"
 #include "ownfile.h"
 #include "util.h"
 
@@ -50,7 +51,7 @@ static int s_torch_console(struct job *job, const struct opts *o, char *err, siz
         snprintf(err, errlen, "--local-ranks-filter '%s': %s", o->ranks_filter, why);
         return -1;
     }
-    for (int i = 0; i < job->nworkers; i++) {
+    for (int i = 0; i < job->node.nworkers; i++) {
         int shown = nf < 0;
         for (int k = 0; k < nf && !shown; k++)
             shown = ids[k] == i;
@@ -62,14 +63,14 @@ static int s_torch_console(struct job *job, const struct opts *o, char *err, siz
 
 int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen)
 {
-    for (int i = 0; i < job->nworkers; i++)
+    for (int i = 0; i < job->node.nworkers; i++)
         job->workers[i].tee = 0;
     static int ids[OPTS_MAX_WORKERS];
     int n = 0;
     if (o->torch_tee[0] || o->redirects[0] || o->ranks_filter[0])
         return s_torch_console(job, o, err, errlen);
-    if (strcmp(o->tee, "all") == 0 || (strcmp(o->tee, "first") == 0 && job->nworkers > 0)) {
-        for (int i = 0; i < job->nworkers; i++)
+    if (strcmp(o->tee, "all") == 0 || (strcmp(o->tee, "first") == 0 && job->node.nworkers > 0)) {
+        for (int i = 0; i < job->node.nworkers; i++)
             job->workers[i].tee = o->tee[0] == 'a' || i == 0 ? JOB_TEE_OUT | JOB_TEE_ERR : 0;
         return 0;
     }
@@ -78,13 +79,13 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
     char why[256];
     n = idlist_parse(o->tee, "rank", 1 << 24, ids, OPTS_MAX_WORKERS, why, sizeof why);
     for (int k = 0; k < n; k++) {
-        if (ids[k] >= job->world_size && !job->multi) {
+        if (ids[k] >= job->gen.world_size && !job->node.multi) {
             snprintf(err, errlen, "%s '%s': rank %d does not exist; the job has ranks 0..%d", o->origin_tee,
-                     o->tee, ids[k], job->world_size - 1);
+                     o->tee, ids[k], job->gen.world_size - 1);
             return -1;
         }
-        int local = ids[k] - job->rank_base;
-        if (local >= 0 && local < job->nworkers)
+        int local = ids[k] - job->gen.rank_base;
+        if (local >= 0 && local < job->node.nworkers)
             job->workers[local].tee = JOB_TEE_OUT | JOB_TEE_ERR;
     }
     return n < 0 ? -1 : 0;
@@ -95,15 +96,15 @@ int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen
  * safe for a file name; also the name of monitor.NODE.csv). */
 static void s_log_name(struct job *job, const struct opts *o)
 {
-    char *node = job->node_label;
-    snprintf(job->node_label, sizeof job->node_label, "%s", o->node_name[0] ? o->node_name : job->hostname);
+    char *node = job->node.node_label;
+    snprintf(job->node.node_label, sizeof job->node.node_label, "%s", o->node_name[0] ? o->node_name : job->node.hostname);
     for (char *c = node; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._-", *c)))
             *c = '_';
-    if (job->multi)
-        snprintf(job->log_name, sizeof job->log_name, "plaunch.%s.log", node);
+    if (job->node.multi)
+        snprintf(job->node.log_name, sizeof job->node.log_name, "plaunch.%s.log", node);
     else
-        snprintf(job->log_name, sizeof job->log_name, "plaunch.log");
+        snprintf(job->node.log_name, sizeof job->node.log_name, "plaunch.log");
 }
 
 /* name, a regular file of ours in dfd, becomes name.prev (an older .prev goes): what an earlier run left is kept
@@ -128,18 +129,18 @@ static void s_keep_earlier_run(struct job *job, int dfd)
     char name[300];
     if (job->opt.log_overwrite)
         return;
-    snprintf(name, sizeof name, "monitor.%s.csv", job->node_label);
-    s_set_aside(dfd, job->log_dir, name);
-    snprintf(name, sizeof name, "monitor.%s.csv.1", job->node_label);
-    s_set_aside(dfd, job->log_dir, name);
-    int d2 = job->multi ? -1 : dup(dfd); /* on many nodes the coordinator's node alone would know its reports */
+    snprintf(name, sizeof name, "monitor.%s.csv", job->node.node_label);
+    s_set_aside(dfd, job->node.log_dir, name);
+    snprintf(name, sizeof name, "monitor.%s.csv.1", job->node.node_label);
+    s_set_aside(dfd, job->node.log_dir, name);
+    int d2 = job->node.multi ? -1 : dup(dfd); /* on many nodes the coordinator's node alone would know its reports */
     DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
     if (!d && d2 >= 0)
         close(d2);
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
         size_t n = strlen(e->d_name);
         if (strncmp(e->d_name, "hang.", 5) == 0 && n > 9 && strcmp(e->d_name + n - 4, ".txt") == 0)
-            s_set_aside(dfd, job->log_dir, e->d_name);
+            s_set_aside(dfd, job->node.log_dir, e->d_name);
     }
     if (d)
         closedir(d);
@@ -148,12 +149,12 @@ static void s_keep_earlier_run(struct job *job, int dfd)
 /* plaunch.log, in a directory proved ours (the workerlogs are the supervisor's: output_open_logs). */
 static int s_open_logs(struct job *job, char *err, size_t errlen)
 {
-    int dfd = ownfile_open_dir(job->log_dir, "log directory", "choose another --log-dir", err, errlen);
+    int dfd = ownfile_open_dir(job->node.log_dir, "log directory", "choose another --log-dir", err, errlen);
     if (dfd < 0)
         return -1;
     s_keep_earlier_run(job, dfd);
     close(dfd);
-    if (log_open(job->log_dir, job->log_name, job->opt.log_overwrite, err, errlen) < 0)
+    if (log_open(job->node.log_dir, job->node.log_name, job->opt.log_overwrite, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -175,22 +176,22 @@ static int s_make_run_dir(struct job *job, char **envp, char *err, size_t errlen
     if (dfd < 0)
         return -1;
     close(dfd);
-    if (strlen(base) + 16 > sizeof job->run_dir) {
+    if (strlen(base) + 16 > sizeof job->node.run_dir) {
         snprintf(err, errlen, "TMPDIR %s is too long for a run directory; set TMPDIR to a shorter path", base);
         return -1;
     }
-    snprintf(job->run_dir, sizeof job->run_dir, "%.*s/plaunch-XXXXXX", (int)sizeof job->run_dir - 16, base);
-    if (!mkdtemp(job->run_dir)) {
+    snprintf(job->node.run_dir, sizeof job->node.run_dir, "%.*s/plaunch-XXXXXX", (int)sizeof job->node.run_dir - 16, base);
+    if (!mkdtemp(job->node.run_dir)) {
         snprintf(err, errlen, "cannot create a run directory in %s: %s (set TMPDIR to a writable directory)", base,
                  strerror(errno));
-        job->run_dir[0] = '\0';
+        job->node.run_dir[0] = '\0';
         return -1;
     }
     /* mkdtemp made it (never an existing one); check that what is at the path now is still that directory. */
-    if (lstat(job->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    if (lstat(job->node.run_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
         snprintf(err, errlen, "the run directory %s was replaced right after it was made; set TMPDIR to a directory "
-                 "of your own", job->run_dir);
-        job->run_dir[0] = '\0';
+                 "of your own", job->node.run_dir);
+        job->node.run_dir[0] = '\0';
         return -1;
     }
     return 0;
@@ -209,25 +210,25 @@ static void s_random_job_id(char *out, size_t cap)
 int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen, int *exit_code)
 {
     memset(job, 0, sizeof *job);
-    job->opt = *o;
+    memcpy((struct opts *)&job->opt, o, sizeof *o); /* the one write of the options: read-only from here on */
     *exit_code = 2;
-    if (gethostname(job->hostname, sizeof job->hostname - 1) < 0)
-        snprintf(job->hostname, sizeof job->hostname, "localhost");
-    snprintf(job->host_addr, sizeof job->host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
-    job->multi = o->nnodes > 1 || o->master[0];
-    snprintf(job->master_addr, sizeof job->master_addr, "%s",
-             o->worker_master_addr[0] && !job->multi ? o->worker_master_addr : job->host_addr);
+    if (gethostname(job->node.hostname, sizeof job->node.hostname - 1) < 0)
+        snprintf(job->node.hostname, sizeof job->node.hostname, "localhost");
+    snprintf(job->node.host_addr, sizeof job->node.host_addr, "%s", o->host[0] ? o->host : "127.0.0.1");
+    job->node.multi = o->nnodes > 1 || o->master[0];
+    snprintf(job->gen.master_addr, sizeof job->gen.master_addr, "%s",
+             o->worker_master_addr[0] && !job->node.multi ? o->worker_master_addr : job->node.host_addr);
     s_log_name(job, o);
     if (o->job_id[0])
-        snprintf(job->job_id, sizeof job->job_id, "%s", o->job_id);
+        snprintf(job->node.job_id, sizeof job->node.job_id, "%s", o->job_id);
     else
-        s_random_job_id(job->job_id, sizeof job->job_id);
-    job->nnodes = 1;
-    job->node_rank = 0;
-    job->rank_base = 0;
+        s_random_job_id(job->node.job_id, sizeof job->node.job_id);
+    job->gen.nnodes = 1;
+    job->gen.node_rank = 0;
+    job->gen.rank_base = 0;
     if (jobworkers_setup(job, o, envp, err, errlen) < 0)
         return -1;
-    job->world_size = job->nworkers;
+    job->gen.world_size = job->node.nworkers;
     if (jobsetup_tee(job, o, err, errlen) < 0)
         return -1;
 
@@ -238,7 +239,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
         return -1;
     }
     *exit_code = 125;
-    if (s_mkdirs(o->log_dir) < 0 || !realpath(o->log_dir, job->log_dir)) {
+    if (s_mkdirs(o->log_dir) < 0 || !realpath(o->log_dir, job->node.log_dir)) {
         snprintf(err, errlen, "cannot create log directory '%s': %s; choose another with --log-dir", o->log_dir,
                  strerror(errno));
         *exit_code = 2;
@@ -249,9 +250,9 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (s_make_run_dir(job, envp, err, errlen) < 0 || s_open_logs(job, err, errlen) < 0)
         return -1;
     *exit_code = 125;
-    snprintf(job->agent_endpoint, sizeof job->agent_endpoint, "ipc://%s/agent", job->run_dir);
-    job->endpoint_ports = calloc((size_t)job->nworkers, sizeof *job->endpoint_ports);
-    if (!job->endpoint_ports) {
+    snprintf(job->node.agent_endpoint, sizeof job->node.agent_endpoint, "ipc://%s/agent", job->node.run_dir);
+    job->gen.endpoint_ports = calloc((size_t)job->node.nworkers, sizeof *job->gen.endpoint_ports);
+    if (!job->gen.endpoint_ports) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -261,23 +262,51 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
 
 void jobsetup_fini(struct job *job)
 {
-    if (job->run_dir[0]) {
+    if (job->node.run_dir[0]) {
         char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/agent", job->run_dir);
+        snprintf(path, sizeof path, "%s/agent", job->node.run_dir);
         unlink(path);
-        for (int i = 0; i < job->nworkers; i++) { /* the workers' PLAUNCH_PROGRESS_FILE */
-            snprintf(path, sizeof path, "%s/progress.%d", job->run_dir, i);
+        for (int i = 0; i < job->node.nworkers; i++) { /* the workers' PLAUNCH_PROGRESS_FILE */
+            snprintf(path, sizeof path, "%s/progress.%d", job->node.run_dir, i);
             unlink(path);
         }
-        rmdir(job->run_dir);
-        job->run_dir[0] = '\0';
+        rmdir(job->node.run_dir);
+        job->node.run_dir[0] = '\0';
     }
     free(job->workers);
-    free(job->visible_devices);
-    free(job->endpoint_ports);
-    free(job->endpoints);
+    free(job->node.visible_devices);
+    free(job->gen.endpoint_ports);
+    free(job->gen.endpoints);
     job->workers = NULL;
-    job->visible_devices = NULL;
-    job->endpoint_ports = NULL;
-    job->endpoints = NULL;
+    job->node.visible_devices = NULL;
+    job->gen.endpoint_ports = NULL;
+    job->gen.endpoints = NULL;
+}
+
+int jobsetup_pick_ports(struct job *job, char *err, size_t errlen)
+{
+    int *ports = calloc((size_t)job->node.nworkers + 1, sizeof *ports);
+    if (!ports || net_free_ports(job->node.host_addr, ports, job->node.nworkers + 1) < 0) {
+        snprintf(err, errlen, "cannot find free TCP ports on %s: %s; set --host to an address of this node",
+                 job->node.host_addr, strerror(errno));
+        free(ports);
+        return -1;
+    }
+    job->gen.master_port = job->opt.worker_master_port ? job->opt.worker_master_port : ports[0]; /* torchrun's */
+    if (job->opt.worker_master_addr[0])
+        snprintf(job->gen.master_addr, sizeof job->gen.master_addr, "%s", job->opt.worker_master_addr);
+    memcpy(job->gen.endpoint_ports, ports + 1, (size_t)job->node.nworkers * sizeof *ports);
+    free(ports);
+    size_t cap = (size_t)job->node.nworkers * (strlen(job->node.host_addr) + 8) + 1, o = 0;
+    char *eps = malloc(cap);
+    if (!eps) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < job->node.nworkers; i++)
+        o += (size_t)snprintf(eps + o, cap - o, "%s%s:%d", i ? "," : "", job->node.host_addr,
+                              job->gen.endpoint_ports[i]);
+    free(job->gen.endpoints);
+    job->gen.endpoints = eps;
+    return 0;
 }

@@ -10,4 +10,9 @@ void jobsetup_fini(struct job *job);
 /* Marks the workers whose output goes to the console (--tee), for the ranks they have now. */
 int jobsetup_tee(struct job *job, const struct opts *o, char *err, size_t errlen);
 
+/* One node: the ports of a generation (its writer, the agent, calls it on each ASSIGN): MASTER_PORT and one
+ * PADDLE endpoint per worker, distinct, free on the host address at the time (picked afresh each generation: the
+ * last one's may be in TIME_WAIT); --master-port / --master-addr for the workers win. 0, or -1 with err. */
+int jobsetup_pick_ports(struct job *job, char *err, size_t errlen);
+
 #endif

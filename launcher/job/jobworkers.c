@@ -67,7 +67,7 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
 
     if (bad && strstr(why, "hides every GPU")) {
         snprintf(err, errlen, "%s '%s': %s of %s (the scheduler gave this job none); ask it for GPUs, or run CPU "
-                 "workers with --nproc-per-node N", origin, spec, why, job->hostname);
+                 "workers with --nproc-per-node N", origin, spec, why, job->node.hostname);
         return -1;
     }
     if (bad) {
@@ -86,7 +86,7 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
             n = gpus_count_cuda(30000, why, sizeof why);
             if (n <= 0) {
                 snprintf(err, errlen, "%s: no GPU found on %s (%s); for CPU workers use --nproc-per-node N",
-                         origin, job->hostname, n == 0 ? "the CUDA runtime reports 0 devices" : why);
+                         origin, job->node.hostname, n == 0 ? "the CUDA runtime reports 0 devices" : why);
                 return -1;
             }
         }
@@ -94,7 +94,7 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
             snprintf(entries[i], 64, "%.63s", nparent > 0 ? parent[i] : "");
         for (int i = 0; nparent <= 0 && i < n; i++)
             snprintf(entries[i], 64, "%d", i);
-        job->set_device_order = nparent < 0;
+        job->node.set_device_order = nparent < 0;
         return n;
     }
     int limit = nparent >= 0 ? -1 : s_driver_gpu_count();
@@ -103,7 +103,7 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
         snprintf(label, sizeof label, "%d", ids[i]);
         if (limit >= 0 && ids[i] >= limit) {
             snprintf(err, errlen, "%s '%s': GPU %d does not exist; %s has %d GPU%s (0..%d)", origin, spec, ids[i],
-                     job->hostname, limit, limit == 1 ? "" : "s", limit - 1);
+                     job->node.hostname, limit, limit == 1 ? "" : "s", limit - 1);
             return -1;
         }
         int k = 0;
@@ -116,12 +116,12 @@ static int s_resolve_gpus(struct job *job, const struct opts *o, char **envp, ch
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? "," : "", parent[j]);
             snprintf(err, errlen, "%s '%s': GPU %d does not exist on %s: it is not in %s=%s, whose labels --gpus "
                      "and --devices name (as Paddle reads them; not positions); name GPUs of that list, or use "
-                     "--gpus all or --nproc-per-node N", origin, spec, ids[i], job->hostname, scope, list);
+                     "--gpus all or --nproc-per-node N", origin, spec, ids[i], job->node.hostname, scope, list);
             return -1;
         }
         snprintf(entries[i], 64, "%s", label);
     }
-    job->set_device_order = nparent < 0;
+    job->node.set_device_order = nparent < 0;
     return n;
 }
 
@@ -143,7 +143,7 @@ static int s_resolve_nproc_gpus(struct job *job, const struct opts *o, char **en
     if (n <= 0) {
         if (strcmp(o->nproc_kind, "gpu") == 0) {
             snprintf(err, errlen, "%s gpu: %s has no GPU%s%s; use --nproc-per-node cpu or N for CPU workers",
-                     o->origin_nproc, job->hostname, bad ? " (" : "", bad ? why : "");
+                     o->origin_nproc, job->node.hostname, bad ? " (" : "", bad ? why : "");
             if (bad)
                 strncat(err, ")", errlen - strlen(err) - 1);
             return -1;
@@ -154,13 +154,13 @@ static int s_resolve_nproc_gpus(struct job *job, const struct opts *o, char **en
     if (want > n) {
         snprintf(err, errlen, "%s asks for %d workers, but %s has %d GPU%s (%s): one GPU per worker, as Paddle's "
                  "FLAGS_selected_gpus needs; ask for at most %d, or run CPU workers with CUDA_VISIBLE_DEVICES= "
-                 "(empty)", o->origin_nproc, want, job->hostname, n, n == 1 ? "" : "s", scope, n);
+                 "(empty)", o->origin_nproc, want, job->node.hostname, n, n == 1 ? "" : "s", scope, n);
         return -1;
     }
     for (int i = 0; i < want; i++)
         snprintf(entries[i], 64, "%.63s", parent[i]);
-    job->gpu_inherit = 1;
-    job->gpus_visible = n;
+    job->node.gpu_inherit = 1;
+    job->node.gpus_visible = n;
     return want;
 }
 
@@ -171,8 +171,8 @@ int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *e
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     ncpu = ncpu < 1 ? 1 : ncpu > OPTS_MAX_WORKERS ? OPTS_MAX_WORKERS : ncpu;
     /* Without --gpus and --nproc-per-node, a node with an NVIDIA driver runs one worker per GPU. */
-    job->gpu_mode = o->gpus[0] != '\0' || (o->nproc == 0 && !o->nproc_kind[0] && (s_driver_gpu_count() > 0));
-    if (job->gpu_mode) {
+    job->node.gpu_mode = o->gpus[0] != '\0' || (o->nproc == 0 && !o->nproc_kind[0] && (s_driver_gpu_count() > 0));
+    if (job->node.gpu_mode) {
         n = s_resolve_gpus(job, o, envp, entries, err, errlen);
         if (n < 0)
             return -1;
@@ -188,22 +188,22 @@ int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *e
         n = s_resolve_nproc_gpus(job, o, envp, entries, err, errlen);
         if (n < 0)
             return -1;
-        job->gpu_mode = n > 0;
+        job->node.gpu_mode = n > 0;
         if (n == 0)
             n = o->nproc ? o->nproc : o->nproc_kind[0] ? (int)ncpu : 1;
     }
-    job->nworkers = n;
+    job->node.nworkers = n;
     job->workers = calloc((size_t)n, sizeof *job->workers);
     if (!job->workers) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     size_t vlen = 0;
-    for (int i = 0; job->gpu_mode && i < n; i++)
+    for (int i = 0; job->node.gpu_mode && i < n; i++)
         vlen += strlen(entries[i]) + 1;
-    if (job->gpu_mode) {
-        job->visible_devices = calloc(vlen + 1, 1);
-        if (!job->visible_devices) {
+    if (job->node.gpu_mode) {
+        job->node.visible_devices = calloc(vlen + 1, 1);
+        if (!job->node.visible_devices) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
@@ -211,13 +211,13 @@ int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *e
     for (int i = 0; i < n; i++) {
         struct worker *w = &job->workers[i];
         w->local_rank = i;
-        w->rank = job->rank_base + i;
+        w->rank = job->gen.rank_base + i;
         w->out_fd = w->err_fd = w->exec_fd = w->log_fd = -1;
-        if (job->gpu_mode) {
+        if (job->node.gpu_mode) {
             snprintf(w->gpu, sizeof w->gpu, "%s", entries[i]);
             if (i)
-                strcat(job->visible_devices, ",");
-            strcat(job->visible_devices, entries[i]);
+                strcat(job->node.visible_devices, ",");
+            strcat(job->node.visible_devices, entries[i]);
         }
     }
     return 0;

@@ -6,7 +6,7 @@
 
 #include "job.h"
 
-/* Fills job->workers (ranks from job->rank_base), job->nworkers, job->gpu_mode and job->visible_devices from o
+/* Fills job->workers (ranks from job->gen.rank_base), job->node.nworkers, job->node.gpu_mode and job->node.visible_devices from o
  * and the environment envp; 0, or -1 with err filled (bad input: exit status 2). */
 int jobworkers_setup(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen);
 

@@ -25,8 +25,8 @@ void errfile_path(const char *log_dir, int rank, char *buf, size_t cap)
 void errfile_clear(const struct job *job)
 {
     char path[PATH_MAX + 32];
-    for (int i = 0; i < job->nworkers; i++) {
-        errfile_path(job->log_dir, job->workers[i].rank, path, sizeof path);
+    for (int i = 0; i < job->node.nworkers; i++) {
+        errfile_path(job->node.log_dir, job->workers[i].rank, path, sizeof path);
         if (unlink(path) < 0 && errno != ENOENT)
             log_warn("cannot remove the old error file %s: %s; rank %d's failures will not quote it until it is "
                      "removed", path, strerror(errno), job->workers[i].rank);

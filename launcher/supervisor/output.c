@@ -28,9 +28,9 @@ static char s_log_dir[PATH_MAX]; /* for messages */
 int output_open_logs(struct job *job, char *err, size_t errlen)
 {
     static const char fix[] = "choose another --log-dir";
-    int n = job->nworkers, opened = 0;
+    int n = job->node.nworkers, opened = 0;
     int *fds = malloc(((size_t)n + 1) * sizeof *fds);
-    int dfd = fds ? ownfile_open_dir(job->log_dir, "log directory", fix, err, errlen) : -1;
+    int dfd = fds ? ownfile_open_dir(job->node.log_dir, "log directory", fix, err, errlen) : -1;
     if (!fds)
         snprintf(err, errlen, "out of memory");
     /* Every log is proved ours before any is emptied, so a refusal loses no old log. Not O_APPEND (splice(2)
@@ -38,7 +38,7 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
     for (; dfd >= 0 && opened < n; opened++) {
         char name[32];
         snprintf(name, sizeof name, "workerlog.%d", job->workers[opened].rank);
-        if ((fds[opened] = ownfile_open(dfd, job->log_dir, name, 0, fix, err, errlen)) < 0)
+        if ((fds[opened] = ownfile_open(dfd, job->node.log_dir, name, 0, fix, err, errlen)) < 0)
             break;
     }
     if (dfd >= 0)
@@ -51,10 +51,10 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
         }
         /* An earlier run's lines stay (Paddle appends too): this run's start after its marker line, and every
          * reader of this run (the failure's tail, the tracebacks) starts there. --log_overwrite empties. */
-        if (job->generation == 0 && job->opt.log_overwrite && ownfile_empty(fds[i]) < 0)
-            log_warn("cannot empty %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
+        if (job->gen.generation == 0 && job->opt.log_overwrite && ownfile_empty(fds[i]) < 0)
+            log_warn("cannot empty %s/workerlog.%d: %s", job->node.log_dir, w->rank, strerror(errno));
         else if (lseek(fds[i], 0, SEEK_END) < 0)
-            log_warn("cannot go to the end of %s/workerlog.%d: %s", job->log_dir, w->rank, strerror(errno));
+            log_warn("cannot go to the end of %s/workerlog.%d: %s", job->node.log_dir, w->rank, strerror(errno));
         if (w->log_fd >= 0)
             close(w->log_fd);
         w->log_fd = fds[i];
@@ -63,15 +63,15 @@ int output_open_logs(struct job *job, char *err, size_t errlen)
     if (opened < n)
         return -1;
     char hint[PATH_MAX + 64];
-    snprintf(s_log_dir, sizeof s_log_dir, "%s", job->log_dir);
-    snprintf(hint, sizeof hint, "every line is in %s/workerlog.N", job->log_dir);
+    snprintf(s_log_dir, sizeof s_log_dir, "%s", job->node.log_dir);
+    snprintf(hint, sizeof hint, "every line is in %s/workerlog.N", job->node.log_dir);
     console_set_hint(1, hint);
     return 0;
 }
 
 void output_close_logs(struct job *job)
 {
-    for (int i = 0; i < job->nworkers; i++) {
+    for (int i = 0; i < job->node.nworkers; i++) {
         struct worker *w = &job->workers[i];
         if (w->log_fd >= 0)
             close(w->log_fd);
@@ -148,7 +148,7 @@ void output_marker(const struct job *job, struct worker *w)
     int n = snprintf(line, sizeof line,
                      "==== plaunch: job %s generation %d (restart %d of %d) rank %d pid %d started "
                      "%04d-%02d-%02dT%02d:%02d:%02dZ ====\n",
-                     job->job_id, job->generation, job->generation, job->opt.max_restarts, w->rank, (int)w->pid,
+                     job->node.job_id, job->gen.generation, job->gen.generation, job->opt.max_restarts, w->rank, (int)w->pid,
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     w->gen_lost = 0;
     w->resume_at = 0;
@@ -396,7 +396,7 @@ int output_final_status(const struct job *job, int code)
 {
     char list[2048];
     size_t o = 0;
-    for (int i = 0; i < job->nworkers && o < sizeof list; i++)
+    for (int i = 0; i < job->node.nworkers && o < sizeof list; i++)
         if (job->workers[i].log_lost)
             o += (size_t)snprintf(list + o, sizeof list - o, "%srank %d lost %llu bytes", o ? ", " : "",
                                   job->workers[i].rank, (unsigned long long)job->workers[i].log_lost);
@@ -405,7 +405,7 @@ int output_final_status(const struct job *job, int code)
                               (unsigned long long)log_lost_bytes());
     if (o == 0)
         return code;
-    log_error("the logs in %s are incomplete (a full or failing file system): %s%s", job->log_dir, list,
+    log_error("the logs in %s are incomplete (a full or failing file system): %s%s", job->node.log_dir, list,
               code == 0 ? "; exit status 125 although every worker exited 0" : "");
     return code == 0 ? 125 : code;
 }

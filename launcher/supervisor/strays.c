@@ -129,7 +129,7 @@ int strays_kill(const struct job *job)
         log_info("ended %d process%s left behind by workers (%d round%s; pid %s)", killed, killed == 1 ? "" : "es",
                  rounds, rounds == 1 ? "" : "s", first);
     /* Every member of the exited workers' groups is gone: their numbers may be anyone's from now on. */
-    for (int w = 0; complete && w < job->nworkers; w++)
+    for (int w = 0; complete && w < job->node.nworkers; w++)
         if (job->workers[w].state == W_EXITED && job->workers[w].pid > 0)
             sentinel_forget(job->workers[w].pid);
     free(ps.pid);

@@ -66,7 +66,7 @@ static void s_dispatch(struct sup *s, enum sup_event ev);
 
 static void s_signal_workers(struct sup *s, int sig)
 {
-    for (int i = 0; i < s->job->nworkers; i++) {
+    for (int i = 0; i < s->job->node.nworkers; i++) {
         struct worker *w = &s->job->workers[i];
         if (w->state == W_RUNNING && w->pid > 0) {
             proc_signal_group(w->pid, s, sig);
@@ -80,16 +80,11 @@ static void s_signal_workers(struct sup *s, int sig)
 static int s_start_generation(struct sup *s)
 {
     struct job *job = s->job;
-    if (!job->multi && wenv_pick_ports(job) < 0)
-        return -1;
-    if (!job->multi) /* the ports of this generation are known only now: the ASSIGN's line could not say them */
-        log_info("generation %d: MASTER_ADDR=%s MASTER_PORT=%d", job->generation, job->master_addr,
-                 job->master_port);
     s->first_status = -1;
     if (s->ctl->gen_start)
         s->ctl->gen_start(s->ctl->arg, job);
-    log_info("generation %d: starting %d worker%s", job->generation, job->nworkers, job->nworkers == 1 ? "" : "s");
-    for (int i = 0; i < job->nworkers; i++) {
+    log_info("generation %d: starting %d worker%s", job->gen.generation, job->node.nworkers, job->node.nworkers == 1 ? "" : "s");
+    for (int i = 0; i < job->node.nworkers; i++) {
         struct worker *w = &job->workers[i];
         char **envp = wenv_build(job, w);
         if (!envp) {
@@ -157,7 +152,7 @@ static void s_cancel_grace(struct sup *s)
 /* A generation that could not be started: kill what did start, reap it here, end with 125. */
 static void s_abort_generation(struct sup *s)
 {
-    for (int i = 0; i < s->job->nworkers; i++) {
+    for (int i = 0; i < s->job->node.nworkers; i++) {
         struct worker *w = &s->job->workers[i];
         if (w->state != W_RUNNING)
             continue;
@@ -188,7 +183,7 @@ static void a_begin_stop_failure(struct sup *s)
     }
     if (s->running > 0)
         log_info("stopping the other %d worker%s of generation %d (SIGTERM, SIGKILL after %gs)", s->running,
-                 s->running == 1 ? "" : "s", s->job->generation, s->job->opt.grace);
+                 s->running == 1 ? "" : "s", s->job->gen.generation, s->job->opt.grace);
     s_signal_workers(s, SIGTERM);
     s_arm_grace(s, SIGTERM);
 }
@@ -230,7 +225,7 @@ static void a_ctl_stop(struct sup *s)
     s->reason = STOP_CTL;
     s->state = ST_STOPPING;
     int sig = s->event_signal ? s->event_signal : SIGTERM;
-    log_info("coordinator stops generation %d: SIG%s to %d worker%s, SIGKILL after %gs", s->job->generation,
+    log_info("coordinator stops generation %d: SIG%s to %d worker%s, SIGKILL after %gs", s->job->gen.generation,
              sigabbrev_np(sig), s->running, s->running == 1 ? "" : "s", s->job->opt.grace);
     s_signal_workers(s, sig);
     s_arm_grace(s, sig);
@@ -267,8 +262,8 @@ static void a_kill(struct sup *s)
 static void a_finish_ok(struct sup *s)
 {
     strays_kill(s->job);
-    log_info("all %d worker%s exited 0", s->job->nworkers, s->job->nworkers == 1 ? "" : "s");
-    for (int i = 0; i < s->job->nworkers; i++)
+    log_info("all %d worker%s exited 0", s->job->node.nworkers, s->job->node.nworkers == 1 ? "" : "s");
+    for (int i = 0; i < s->job->node.nworkers; i++)
         s_close_output(s, &s->job->workers[i]);
     s->state = ST_IDLE;
     s->ctl->gen_over(s->ctl->arg, s->job, 0);
@@ -281,7 +276,7 @@ static void a_end_generation(struct sup *s)
     struct job *job = s->job;
     s_cancel_grace(s);
     strays_kill(job);
-    for (int i = 0; i < job->nworkers; i++)
+    for (int i = 0; i < job->node.nworkers; i++)
         s_close_output(s, &job->workers[i]);
     int code = s->reason == STOP_SIGNAL ? 128 + s->stop_signal
                : s->first_status >= 0   ? util_exit_code(s->first_status) : 0;
@@ -341,7 +336,7 @@ static int s_on_output(loop_t *loop, int fd, void *sock, short revents, void *ar
 
 static struct worker *s_find_worker(struct job *job, pid_t pid)
 {
-    for (int i = 0; i < job->nworkers; i++)
+    for (int i = 0; i < job->node.nworkers; i++)
         if (job->workers[i].state == W_RUNNING && job->workers[i].pid == pid)
             return &job->workers[i];
     return NULL;
@@ -480,7 +475,7 @@ int supervise_end(sup_t **sp)
 {
     struct sup *s = *sp;
     struct job *job = s->job;
-    for (int i = 0; i < job->nworkers; i++) {
+    for (int i = 0; i < job->node.nworkers; i++) {
         struct worker *w = &job->workers[i];
         if (w->state == W_RUNNING) {
             proc_signal_group(w->pid, s, SIGKILL);

@@ -17,7 +17,7 @@ typedef struct sup sup_t;
  * generation) or supervise_finish (the end of the job). Callbacks other than gen_over are optional. */
 struct sup_ctl {
     void *arg;
-    /* Workers of job->generation are about to start (ranks and ports are set). */
+    /* Workers of job->gen.generation are about to start (ranks and ports are set). */
     void (*gen_start)(void *arg, const struct job *job);
     void (*worker_exit)(void *arg, const struct job *job, const struct worker *w);
     /* Every worker of the generation is gone; exit_code is this node's verdict (0 = all ok). */
@@ -39,7 +39,7 @@ int supervise_over(const sup_t *s);
 int supervise_end(sup_t **s);
 
 /* For the controller, from inside the loop. */
-int supervise_start(sup_t *s);                       /* start the workers of job->generation; 0 or -1 */
+int supervise_start(sup_t *s);                       /* start the workers of job->gen.generation; 0 or -1 */
 void supervise_stop(sup_t *s, int sig);              /* stop the workers: sig (0 = SIGTERM), SIGKILL after --grace */
 void supervise_finish(sup_t *s, int exit_code);      /* kill what is left, end the run with exit_code */
 /* on: a worker's failure stops none of the others (their stacks are being taken); off: a stop held meanwhile

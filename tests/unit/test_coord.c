@@ -397,12 +397,13 @@ static void test_encode_failure_ends_the_job(void **state)
     char err[512];
     int gave_up = 0;
     memset(&job, 0, sizeof job);
-    snprintf(job.job_id, sizeof job.job_id, "%s", JOB);
-    snprintf(job.hostname, sizeof job.hostname, "unit-host");
-    snprintf(job.log_dir, sizeof job.log_dir, "/tmp");
-    job.opt.nnodes = job.opt.nnodes_min = 1;
-    job.opt.heartbeat = job.opt.heartbeat_timeout = 1.0;
-    job.opt.rdzv_timeout = 60;
+    snprintf(job.node.job_id, sizeof job.node.job_id, "%s", JOB);
+    snprintf(job.node.hostname, sizeof job.node.hostname, "unit-host");
+    snprintf(job.node.log_dir, sizeof job.node.log_dir, "/tmp");
+    struct opts *o = (struct opts *)&job.opt; /* jobsetup_init's one write, by hand */
+    o->nnodes = o->nnodes_min = 1;
+    o->heartbeat = o->heartbeat_timeout = 1.0;
+    o->rdzv_timeout = 60;
     static struct mon_thresh thresh;
     mon_thresh_default(&thresh);
     rx.cs = coord_server_new(&job, rx.loop, NULL, NULL, NULL, &thresh, s_local, &rx, err, sizeof err);

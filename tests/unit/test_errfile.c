@@ -131,9 +131,9 @@ static void test_older_than_the_worker(void **state)
 static void test_clear(void **state)
 {
     struct worker w[2] = { { .rank = 3 }, { .rank = 4 } };
-    struct job job = { .nworkers = 2, .workers = w };
+    struct job job = { .node.nworkers = 2, .workers = w };
     char other[300], target[300];
-    snprintf(job.log_dir, sizeof job.log_dir, "%s", s_dir);
+    snprintf(job.node.log_dir, sizeof job.node.log_dir, "%s", s_dir);
     s_write("{}", 2);
     snprintf(target, sizeof target, "%s/target", s_dir);
     snprintf(other, sizeof other, "%s/error.4.json", s_dir);

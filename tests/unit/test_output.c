@@ -26,11 +26,11 @@ static int s_setup(void **state)
         return -1;
     memset(&s_job, 0, sizeof s_job);
     s_w = (struct worker){ .local_rank = 0, .rank = 3, .pid = 4242, .out_fd = -1, .err_fd = -1, .exec_fd = -1, .log_fd = -1 };
-    s_job.nworkers = 1;
+    s_job.node.nworkers = 1;
     s_job.workers = &s_w;
-    s_job.opt.max_restarts = 2;
-    snprintf(s_job.job_id, sizeof s_job.job_id, "jobt");
-    snprintf(s_job.log_dir, sizeof s_job.log_dir, "%s", s_dir);
+    ((struct opts *)&s_job.opt)->max_restarts = 2; /* jobsetup_init's one write, by hand */
+    snprintf(s_job.node.job_id, sizeof s_job.node.job_id, "jobt");
+    snprintf(s_job.node.log_dir, sizeof s_job.node.log_dir, "%s", s_dir);
     char err[512];
     return output_open_logs(&s_job, err, sizeof err);
 }
@@ -88,7 +88,7 @@ static void s_feed(const char *data, size_t len)
 static void s_new_generation(int gen)
 {
     char err[512];
-    s_job.generation = gen;
+    s_job.gen.generation = gen;
     assert_int_equal(output_open_logs(&s_job, err, sizeof err), 0);
     output_marker(&s_job, &s_w);
 }
@@ -142,9 +142,9 @@ static void test_marker_is_one_line(void **state)
     assert_int_equal(s_w.gen_log_start, (off_t)len);
     free(log);
     /* ... unless Paddle's --log_overwrite asked for an empty log */
-    s_job.opt.log_overwrite = 1;
+    ((struct opts *)&s_job.opt)->log_overwrite = 1;
     s_new_generation(0);
-    s_job.opt.log_overwrite = 0;
+    ((struct opts *)&s_job.opt)->log_overwrite = 0;
     log = s_read_log(&len);
     assert_null(strstr(log, "out0"));
     free(log);

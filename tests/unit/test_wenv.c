@@ -21,25 +21,25 @@ static void s_job_init(int gpu_mode, int nworkers, char **environ_in)
 {
     memset(&s_job, 0, sizeof s_job);
     memset(s_workers, 0, sizeof s_workers);
-    s_job.gpu_mode = gpu_mode;
-    s_job.nworkers = nworkers;
+    s_job.node.gpu_mode = gpu_mode;
+    s_job.node.nworkers = nworkers;
     s_job.workers = s_workers;
-    s_job.world_size = 8;
-    s_job.nnodes = 4;
-    s_job.node_rank = 2;
-    s_job.rank_base = 4;
-    snprintf(s_job.host_addr, sizeof s_job.host_addr, "10.1.2.3");
-    snprintf(s_job.master_addr, sizeof s_job.master_addr, "10.1.2.3"); /* one node: this node is rank 0's */
-    s_job.master_port = 29500;
-    s_job.endpoint_ports = s_ports;
-    s_job.endpoints = s_endpoints;
-    snprintf(s_job.log_dir, sizeof s_job.log_dir, "/abs/log");
-    snprintf(s_job.job_id, sizeof s_job.job_id, "job-x");
-    s_job.generation = 3;
-    s_job.opt.max_restarts = 5;
-    s_job.visible_devices = gpu_mode ? s_visible : NULL;
-    s_job.set_device_order = gpu_mode; /* plaunch numbered the GPUs: no inherited list in these cases */
-    snprintf(s_job.agent_endpoint, sizeof s_job.agent_endpoint, "ipc:///run/plaunch/agent");
+    s_job.gen.world_size = 8;
+    s_job.gen.nnodes = 4;
+    s_job.gen.node_rank = 2;
+    s_job.gen.rank_base = 4;
+    snprintf(s_job.node.host_addr, sizeof s_job.node.host_addr, "10.1.2.3");
+    snprintf(s_job.gen.master_addr, sizeof s_job.gen.master_addr, "10.1.2.3"); /* one node: this node is rank 0's */
+    s_job.gen.master_port = 29500;
+    s_job.gen.endpoint_ports = s_ports;
+    s_job.gen.endpoints = s_endpoints;
+    snprintf(s_job.node.log_dir, sizeof s_job.node.log_dir, "/abs/log");
+    snprintf(s_job.node.job_id, sizeof s_job.node.job_id, "job-x");
+    s_job.gen.generation = 3;
+    ((struct opts *)&s_job.opt)->max_restarts = 5; /* jobsetup_init's one write, by hand */
+    s_job.node.visible_devices = gpu_mode ? s_visible : NULL;
+    s_job.node.set_device_order = gpu_mode; /* plaunch numbered the GPUs: no inherited list in these cases */
+    snprintf(s_job.node.agent_endpoint, sizeof s_job.node.agent_endpoint, "ipc:///run/plaunch/agent");
     for (int i = 0; i < nworkers; i++) {
         s_workers[i].local_rank = i;
         s_workers[i].rank = 4 + i;
@@ -134,7 +134,7 @@ static void s_done(char **envp)
 {
     free(envp);
     wenv_fini(&s_job);
-    assert_null(s_job.base_env);
+    assert_null(s_job.node.base_env);
 }
 
 /* Builds worker 1's environment (2 workers) and checks the whole contract; GPU variables only in GPU mode. */
@@ -257,25 +257,25 @@ static void test_largest_values(void **state)
         o += (size_t)snprintf(endpoints + o, sizeof endpoints - o, "%s255.255.255.255:65535", i ? "," : "");
     memset(visible, '7', sizeof visible - 1);
     s_job_init(1, 2, (char *[]){ "A=1", NULL });
-    s_job.endpoints = endpoints;
-    s_job.visible_devices = visible;
-    memset(s_job.host_addr, 'h', sizeof s_job.host_addr - 1);
-    memset(s_job.master_addr, 'h', sizeof s_job.master_addr - 1);
-    memset(s_job.job_id, 'j', sizeof s_job.job_id - 1);
-    memset(s_job.log_dir, 'l', sizeof s_job.log_dir - 1);
-    memset(s_job.agent_endpoint, 'a', sizeof s_job.agent_endpoint - 1);
+    s_job.gen.endpoints = endpoints;
+    s_job.node.visible_devices = visible;
+    memset(s_job.node.host_addr, 'h', sizeof s_job.node.host_addr - 1);
+    memset(s_job.gen.master_addr, 'h', sizeof s_job.gen.master_addr - 1);
+    memset(s_job.node.job_id, 'j', sizeof s_job.node.job_id - 1);
+    memset(s_job.node.log_dir, 'l', sizeof s_job.node.log_dir - 1);
+    memset(s_job.node.agent_endpoint, 'a', sizeof s_job.node.agent_endpoint - 1);
     memset(s_workers[1].gpu, 'g', sizeof s_workers[1].gpu - 1);
     char **envp = wenv_build(&s_job, &s_workers[1]);
     assert_non_null(envp);
     s_expect(envp, "PADDLE_TRAINER_ENDPOINTS", endpoints);
     s_expect(envp, "CUDA_VISIBLE_DEVICES", visible);
-    s_expect(envp, "PADDLE_LOG_DIR", s_job.log_dir);
-    char errfile[sizeof s_job.log_dir + 32];
-    snprintf(errfile, sizeof errfile, "%s/error.5.json", s_job.log_dir);
+    s_expect(envp, "PADDLE_LOG_DIR", s_job.node.log_dir);
+    char errfile[sizeof s_job.node.log_dir + 32];
+    snprintf(errfile, sizeof errfile, "%s/error.5.json", s_job.node.log_dir);
     s_expect(envp, "TORCHELASTIC_ERROR_FILE", errfile);
-    s_expect(envp, "PLAUNCH_AGENT", s_job.agent_endpoint);
+    s_expect(envp, "PLAUNCH_AGENT", s_job.node.agent_endpoint);
     s_expect(envp, "PLAUNCH_GPU", s_workers[1].gpu);
-    s_expect(envp, "MASTER_ADDR", s_job.host_addr);
+    s_expect(envp, "MASTER_ADDR", s_job.node.host_addr);
     s_expect(envp, "A", "1");
     s_done(envp);
 }
