@@ -1,5 +1,5 @@
-/* coord_conns: the coordinator's TCP connections: the ROUTER's socket monitor (accepted and closed descriptors,
- * failed ZeroMQ handshakes, accept failures) feeding conn_guard, bounded warnings about what the guard refused or
+/* coord_conns: the coordinator's TCP connections: the ROUTER's read loop (conn_reader: its socket monitor's accepted
+ * and closed descriptors, failed ZeroMQ handshakes, accept failures) feeding conn_guard, bounded warnings about what the guard refused or
  * closed, the plaintext refusal of a client without TLS, and the short grace of a member whose connection closed
  * (an agent that died is lost at once, one that restarts its session is not). */
 #include "coord_priv.h"
@@ -10,10 +10,7 @@
 #include <sys/resource.h>
 #include <zmq.h>
 
-#include "conn_router.h"
 #include "log.h"
-
-#define CC_MONITOR_EP "inproc://plaunch-coord-monitor"
 
 static const struct peerlog_kind PL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
 static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",
@@ -51,16 +48,16 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         [CONN_HANDSHAKES] = "too many TLS handshakes under way",
         [CONN_DESCRIPTORS] = "the coordinator ran out of descriptors",
     };
-    if (why == CONN_GONE && was == CONN_NEW && cs->tr.zmtp_failed)
+    unsigned zmtp_error = 0;
+    if (why == CONN_GONE && was == CONN_NEW && conn_reader_zmtp_failed(cs->tr.reader, &zmtp_error))
         peerlog_warn(cs->tr.plog, &PL_NOT_ZMQ, addr, "refused a connection from %s: not a ZeroMQ peer (ZMTP handshake "
-                     "failed, error %u: random bytes or another protocol on the port)", addr, cs->tr.zmtp_error);
+                     "failed, error %u: random bytes or another protocol on the port)", addr, zmtp_error);
     else if (why == CONN_GONE && was == CONN_NEW)
         peerlog_warn(cs->tr.plog, &PL_NOT_ZMQ, addr, "refused a connection from %s: it ended before its first frame (not "
                      "a ZeroMQ peer, or a port scan)", addr);
     else if (why != CONN_GONE && why != CONN_REFUSAL && (was == CONN_NEW || was == CONN_PENDING))
         peerlog_warn(cs->tr.plog, &PL_CLOSED, addr, "closed a connection from %s: %s (limits: docs/security.md)", addr,
                      whys[why] ? whys[why] : "?");
-    cs->tr.zmtp_failed = 0;
     if (tag < 1 || tag >= cs->npeers || !cs->peers[tag].used || cs->peers[tag].sess.fd != fd)
         return;
     struct peer *p = &cs->peers[tag];
@@ -80,54 +77,14 @@ void coord_conns_grace(coord_server_t *cs, int peer)
         cs->ngrace++;
 }
 
-/* A new connection from the address of a member in its grace: it is reconnecting, not gone. */
-static void s_note_reconnect(coord_server_t *cs, int fd)
+/* A new connection (conn_reader's) from the address of a member in its grace: it is reconnecting, not gone. */
+static void s_note_reconnect(void *arg, int fd)
 {
+    coord_server_t *cs = arg;
     const char *addr = conn_guard_addr(cs->tr.guard, fd);
     for (int i = 1; i < cs->npeers && cs->ngrace > 0; i++) /* none in grace: no scan on every connect */
         if (cs->peers[i].used && cs->peers[i].grace_timer > 0 && strcmp(cs->peers[i].from, addr) == 0)
             cs->peers[i].reconnecting = 1;
-}
-
-void coord_conns_drain_monitor(coord_server_t *cs)
-{
-    uint16_t event;
-    uint32_t value;
-    while (conn_router_event(cs->tr.monitor, &event, &value)) {
-        if (event == ZMQ_EVENT_ACCEPTED) {
-            for (int i = 0; i < cs->tr.ngone; i++)
-                if (cs->tr.gone[i].fd == (int)value) { /* its descriptor was a closed one's: that one ends first */
-                    coord_conns_settle(cs);
-                    break;
-                }
-            conn_guard_accepted(cs->tr.guard, (int)value);
-            s_note_reconnect(cs, (int)value);
-        } else if (event == ZMQ_EVENT_DISCONNECTED) {
-            if (cs->tr.ngone == CS_GONE_MAX)
-                coord_conns_settle(cs);
-            cs->tr.gone[cs->tr.ngone++] = (struct cs_gone){ (int)value, cs->tr.zmtp_failed, cs->tr.zmtp_error };
-            cs->tr.zmtp_failed = 0;
-        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
-            cs->tr.zmtp_failed = 1; /* the connection's DISCONNECTED comes next: it names the descriptor */
-            cs->tr.zmtp_error = value;
-        } else if (event == ZMQ_EVENT_ACCEPT_FAILED && (value == EMFILE || value == ENFILE)) {
-            conn_guard_out_of_fds(cs->tr.guard); /* libzmq retries accept(2) at once: make room */
-        }
-    }
-}
-
-void coord_conns_settle(coord_server_t *cs)
-{
-    struct cs_gone gone[CS_GONE_MAX];
-    int n = cs->tr.ngone;
-    memcpy(gone, cs->tr.gone, (size_t)n * sizeof *gone); /* an end's callback may drain the monitor again */
-    cs->tr.ngone = 0;
-    for (int i = 0; i < n; i++) {
-        cs->tr.zmtp_failed = gone[i].zmtp_failed;
-        cs->tr.zmtp_error = gone[i].zmtp_error;
-        conn_guard_gone(cs->tr.guard, gone[i].fd);
-    }
-    cs->tr.zmtp_failed = 0;
 }
 
 /* A descriptor per node, room for the unauthenticated ones and this process's own: the soft limit is raised as
@@ -161,44 +118,32 @@ static void s_raise_fds(coord_server_t *cs)
                  (unsigned long)rl.rlim_cur, nnodes);
 }
 
-int coord_conns_open(coord_server_t *cs, loop_io_fn on_monitor, char *err, size_t errlen)
+int coord_conns_open(coord_server_t *cs, const struct conn_reader_ops *ops, char *err, size_t errlen)
 {
     struct conn_limits lim;
     s_raise_fds(cs);
     conn_guard_limits(&lim, cs->job->opt.nnodes);
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
      * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
-    int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
+    int hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
     if (!(cs->tr.guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->tr.plog = peerlog_new(cs->loop, 0))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     if (zmq_setsockopt(cs->tr.router, ZMQ_HANDSHAKE_IVL, &hs_ivl, sizeof hs_ivl) < 0 ||
-        zmq_setsockopt(cs->tr.router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 ||
-        zmq_socket_monitor(cs->tr.router, CC_MONITOR_EP,
-                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_ACCEPT_FAILED |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) < 0 ||
-        !(cs->tr.monitor = zmq_socket(cs->zctx, ZMQ_PAIR)) ||
-        zmq_setsockopt(cs->tr.monitor, ZMQ_RCVHWM, &zero, sizeof zero) < 0 || /* a lost event would be a lost close */
-        zmq_connect(cs->tr.monitor, CC_MONITOR_EP) < 0) {
+        zmq_setsockopt(cs->tr.router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0) {
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         return -1;
     }
-    if (loop_add_socket(cs->loop, cs->tr.monitor, ZMQ_POLLIN, on_monitor, cs) < 0) {
-        snprintf(err, errlen, "event loop: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+    struct conn_reader_ops with = *ops;
+    with.accepted = s_note_reconnect;
+    return (cs->tr.reader = conn_reader_new(cs->zctx, cs->loop, cs->tr.router, cs->tr.guard, &with, cs, err,
+                                            errlen)) ? 0 : -1;
 }
 
 void coord_conns_close(coord_server_t *cs)
 {
-    if (cs->tr.monitor) {
-        loop_remove_socket(cs->loop, cs->tr.monitor);
-        zmq_socket_monitor(cs->tr.router, NULL, 0);
-        zmq_close(cs->tr.monitor);
-        cs->tr.monitor = NULL;
-    }
+    conn_reader_destroy(&cs->tr.reader);
     for (int i = 1; cs->peers && i < cs->npeers; i++)
         if (cs->peers[i].grace_timer > 0)
             loop_timer_cancel(cs->loop, cs->peers[i].grace_timer);

@@ -13,7 +13,6 @@
 #include <zmq.h>
 
 #include "log.h"
-#include "zrouter.h"
 
 void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len)
 {
@@ -185,7 +184,7 @@ static int s_sess_wait(void *arg, int fd, const unsigned char *rid, size_t rid_l
 
 static void s_sess_drain(void *arg)
 {
-    coord_conns_drain_monitor(arg);
+    conn_reader_drain(((coord_server_t *)arg)->tr.reader);
 }
 
 /* Plaintext (--insecure): every peer is taken in. */
@@ -227,13 +226,14 @@ static const struct conn_session_ops s_sess_ops = {
     .generation = s_sess_generation,
 };
 
-/* Waiting ClientHellos, oldest first, while handshake slots are free. */
-static void s_admit(coord_server_t *cs)
+/* Waiting ClientHellos, oldest first, while handshake slots are free (after every round of reading). */
+static void s_admit(void *arg)
 {
+    coord_server_t *cs = arg;
     struct admit *a;
     if (!cs->tr.admit_head)
         return;
-    coord_conns_drain_monitor(cs);
+    conn_reader_drain(cs->tr.reader);
     /* one sent to a relay takes no handshake slot: the queue moves on while relays have room */
     while ((a = cs->tr.admit_head) != NULL && (conn_guard_pending_room(cs->tr.guard) || coord_relay_room(cs))) {
         a = coord_admit_pop(cs);
@@ -243,30 +243,12 @@ static void s_admit(coord_server_t *cs)
     }
 }
 
-static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
+static void s_frame(void *arg, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
 {
-    coord_server_t *cs = arg;
-    coord_conns_drain_monitor(cs); /* connections first: a frame's connection is then known */
-    for (int budget = 0; budget < 1024; budget++) {
-        zmq_msg_t rid, body;
-        int ok = zrouter_recv(cs->tr.router, &rid, &body);
-        if (ok < 0) {
-            zmq_msg_close(&rid);
-            zmq_msg_close(&body);
-            coord_conns_settle(cs); /* every frame of the closed connections has been read */
-            break;
-        }
-        /* The descriptor the frame came on (ZMQ_SRCFD): the key to its connection, whose address it gives. */
-        int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
-        if (ok && cfd >= 0 && zmq_msg_size(&rid) <= CONN_MAX_RID && zmq_msg_size(&body) <= TLS_CHAN_FRAME_MAX)
-            conn_session_frame(cs->tr.sess, cfd, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body),
-                               zmq_msg_size(&body));
-        zmq_msg_close(&rid);
-        zmq_msg_close(&body);
-    }
-    s_admit(cs);
-    return 0;
+    conn_session_frame(((coord_server_t *)arg)->tr.sess, fd, rid, rid_len, data, len);
 }
+
+static const struct conn_reader_ops s_reader_ops = { .frame = s_frame, .after = s_admit };
 
 /* ---- heartbeats ----------------------------------------------------------------------------------- */
 
@@ -329,7 +311,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
     if (cs->state == CS_RENDEZVOUS && now - cs->tr.said_ns >= CS_SAY_NS)
         s_say_rendezvous(cs, now);
     /* closes to take in; slots freed by handshakes that ended without a frame (closed, past their deadline) */
-    s_on_router(loop, -1, cs->tr.router, 0, cs);
+    conn_reader_read(cs->tr.reader);
     if (cs->state != CS_DONE)
         cs->tr.hb_timer = loop_timer_after_ms(loop, heartbeat_tick_ms(o->heartbeat, o->heartbeat_timeout), s_hb_tick, cs);
     return 0;
@@ -390,7 +372,7 @@ int coord_transport_open(coord_server_t *cs, const char *endpoint, const struct 
         snprintf(err, errlen, "coordinator socket: %s", zmq_strerror(errno));
         return -1;
     }
-    if (coord_conns_open(cs, s_on_router, err, errlen) < 0)
+    if (coord_conns_open(cs, &s_reader_ops, err, errlen) < 0)
         return -1;
     struct conn_session_cfg sc = { .router = cs->tr.router, .guard = cs->tr.guard, .plog = cs->tr.plog,
                                    .tls = cs->tls, .job_id = cs->job_id, .who = "coordinator", .prefix = "" };
@@ -399,10 +381,6 @@ int coord_transport_open(coord_server_t *cs, const char *endpoint, const struct 
     if (zmq_bind(cs->tr.router, endpoint) < 0) {
         snprintf(err, errlen, "the coordinator cannot listen on %s: %s%s", endpoint, zmq_strerror(errno),
                  errno == EADDRINUSE ? " (another job uses that port: pick another --master port)" : "");
-        return -1;
-    }
-    if (loop_add_socket(cs->loop, cs->tr.router, ZMQ_POLLIN, s_on_router, cs) < 0) {
-        snprintf(err, errlen, "event loop: %s", strerror(errno));
         return -1;
     }
     const struct opts *o = &cs->job->opt;
@@ -428,7 +406,6 @@ void coord_transport_close(coord_server_t *cs)
     if (cs->tr.router) {
         int linger = 500; /* the last BYEs must leave before the process does */
         zmq_setsockopt(cs->tr.router, ZMQ_LINGER, &linger, sizeof linger);
-        loop_remove_socket(cs->loop, cs->tr.router);
     }
     coord_admit_free(cs);
     conn_session_destroy(&cs->tr.sess);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "conn_guard.h"
+#include "conn_reader.h"
 #include "conn_session.h"
 #include "coord_server.h"
 #include "heartbeat.h"
@@ -16,7 +17,6 @@
 #include "peerlog.h"
 #include "wire.h"
 
-#define CS_GONE_MAX 64 /* closes held back until the ROUTER is read; more are taken in at once */
 
 struct local_mail {
     struct local_mail *next;
@@ -38,18 +38,13 @@ struct coord_events {
 /* The transport's state (in struct coord_server as `tr`): written by coord_transport.c, coord_conns.c,
  * coord_admit.c and coord_mail.c; the others use the socket and the sessions' server to send to their sessions. */
 struct coord_transport {
-    void *router, *monitor;
+    void *router;
+    conn_reader_t *reader;      /* the ROUTER's read loop: monitor, frames, closes held until read (launcher/conn/) */
     conn_guard_t *guard;        /* accepted connections: caps and deadlines for unauthenticated ones */
     peerlog_t *plog;            /* warnings about unauthenticated peers, bounded */
     conn_session_t *sess;       /* the sessions' server (launcher/conn/): frames, handshakes, sessions by routing
                                    id; the coordinator's policy through its handlers (coord_transport.c) */
     struct coord_events ev;     /* the floors above the transport, set by coord_server_new: called only through these */
-    int zmtp_failed;            /* the monitor reported a failed ZeroMQ handshake: its DISCONNECTED comes next */
-    unsigned zmtp_error;
-    /* Connections the monitor reported closed, taken in once the ROUTER holds no more of their frames (a TLS
-     * alert sent just before a close must still be read: it says why the peer gave up). */
-    struct cs_gone { int fd, zmtp_failed; unsigned zmtp_error; } gone[CS_GONE_MAX];
-    int ngone;
     /* The in-process agent's mail, both ways, delivered from the loop: a handler never re-enters the other side
      * (a worker exit must not start the next generation from inside the supervisor's own callback). */
     struct local_mail *mail_head, *mail_tail;
@@ -108,15 +103,10 @@ void coord_mail_free(coord_server_t *cs);
 /* coord_conns.c: connections (below coord_transport.c; calls up only through cs->ev) */
 #define CS_STR_(x) #x
 #define CS_STR(x) CS_STR_(x)
-/* Guard, bounded warnings and the ROUTER's monitor, whose events wake on_monitor; before the ROUTER binds. 0, or
- * -1 + message. */
-int coord_conns_open(coord_server_t *cs, loop_io_fn on_monitor, char *err, size_t errlen);
+/* Guard, bounded warnings and the ROUTER's read loop (conn_reader, with ops: the frames' handler and what runs after
+ * each round); before the ROUTER binds. 0, or -1 with err. */
+int coord_conns_open(coord_server_t *cs, const struct conn_reader_ops *ops, char *err, size_t errlen);
 void coord_conns_close(coord_server_t *cs);
-/* Takes in every pending monitor event (a frame's connection is then known); closed connections wait in cs->gone
- * until coord_conns_settle. */
-void coord_conns_drain_monitor(coord_server_t *cs);
-/* Ends the connections in cs->gone: call it once the ROUTER has no frame left to read. */
-void coord_conns_settle(coord_server_t *cs);
 /* A member whose session ended (its connection, or its session behind a relay) is lost unless it is back within
  * CS_RECONNECT_GRACE_MS. */
 void coord_conns_grace(coord_server_t *cs, int peer);

@@ -1,17 +1,16 @@
 /* relay: an agent's service to the nodes the coordinator sends it (its children): a ROUTER on the agent's own
  * address, a TLS 1.3 server session per child (launcher/conn/conn_session.c, the relay's policy in
- * relay_kids.c), the coordinator's limits on peers that never authenticate (conn_guard fed by the ROUTER's
- * monitor, peerlog), heartbeats to each child, and their messages both ways (up: relay_up.c's batches). */
+ * relay_kids.c), the coordinator's limits on peers that never authenticate (conn_guard fed by conn_reader, the
+ * ROUTER's read loop shared with the coordinator; peerlog), heartbeats to each child, and their messages both ways (up: relay_up.c's batches). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
-#include "conn_router.h"
+#include "conn_reader.h"
 #include "log.h"
 #include "relay_priv.h"
-#include "zrouter.h"
 
 static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",
                                                "unauthenticated, over a limit or past the deadline" };
@@ -27,41 +26,9 @@ static void s_on_conn_end(void *arg, int fd, int tag, enum conn_state was, enum 
         relay_kids_end(r, tag, "its connection closed", 0);
 }
 
-static void s_settle(relay_t *r)
-{
-    int gone[RL_GONE_MAX], n = r->ngone;
-    memcpy(gone, r->gone, (size_t)n * sizeof *gone);
-    r->ngone = 0;
-    for (int i = 0; i < n; i++)
-        conn_guard_gone(r->guard, gone[i]);
-}
-
-/* The monitor's news first: a frame's connection is then known; closes wait until the ROUTER is read. */
-static void s_drain_monitor(relay_t *r)
-{
-    uint16_t event;
-    uint32_t value;
-    while (conn_router_event(r->monitor, &event, &value)) {
-        if (event == ZMQ_EVENT_ACCEPTED) {
-            for (int i = 0; i < r->ngone; i++)
-                if (r->gone[i] == (int)value) {
-                    s_settle(r);
-                    break;
-                }
-            conn_guard_accepted(r->guard, (int)value);
-        } else if (event == ZMQ_EVENT_DISCONNECTED) {
-            if (r->ngone == RL_GONE_MAX)
-                s_settle(r);
-            r->gone[r->ngone++] = (int)value;
-        } else if (event == ZMQ_EVENT_ACCEPT_FAILED && (value == EMFILE || value == ENFILE)) {
-            conn_guard_out_of_fds(r->guard);
-        }
-    }
-}
-
 static void s_drain(void *arg)
 {
-    s_drain_monitor(arg);
+    conn_reader_drain(((relay_t *)arg)->reader);
 }
 
 /* What waits goes up; what could not (the relay's own session is down) means its children's sessions must end:
@@ -75,34 +42,17 @@ static void s_up_flush(relay_t *r)
     }
 }
 
-static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
+static void s_frame(void *arg, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
 {
-    relay_t *r = arg;
-    s_drain_monitor(r);
-    for (int budget = 0; budget < 1024; budget++) {
-        zmq_msg_t rid, body;
-        int ok = zrouter_recv(r->router, &rid, &body);
-        if (ok < 0) {
-            zmq_msg_close(&rid);
-            zmq_msg_close(&body);
-            s_settle(r);
-            break;
-        }
-        int cfd = ok ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
-        size_t rl = zmq_msg_size(&rid), bl = zmq_msg_size(&body);
-        if (ok && cfd >= 0 && rl <= CONN_MAX_RID && bl <= TLS_CHAN_FRAME_MAX)
-            conn_session_frame(r->sess, cfd, zmq_msg_data(&rid), rl, zmq_msg_data(&body), bl);
-        zmq_msg_close(&rid);
-        zmq_msg_close(&body);
-    }
-    s_up_flush(r);
-    return 0;
+    conn_session_frame(((relay_t *)arg)->sess, fd, rid, rid_len, data, len);
 }
 
-static int s_on_monitor(loop_t *loop, int fd, void *sock, short revents, void *arg)
+static void s_after_read(void *arg)
 {
-    return s_on_router(loop, fd, sock, revents, arg); /* connections and frames in their order */
+    s_up_flush(arg);
 }
+
+static const struct conn_reader_ops s_reader_ops = { .frame = s_frame, .after = s_after_read };
 
 /* ---- heartbeats ----------------------------------------------------------------------------------------------- */
 
@@ -200,15 +150,12 @@ const char *relay_endpoint(const relay_t *r)
 
 static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
 {
-    static unsigned seq;
-    char ep[WIRE_MAX_ENDPOINT + 16], mon_ep[64];
+    char ep[WIRE_MAX_ENDPOINT + 16];
     int zero = 0, hs_ivl = CONN_AUTH_MS + 1000, backlog = r->max_children * 2 + 64;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
     size_t len = sizeof r->endpoint;
     int v6 = strchr(bind_addr, ':') != NULL;
     snprintf(ep, sizeof ep, "tcp://%s%s%s:*", v6 ? "[" : "", bind_addr, v6 ? "]" : "");
-    snprintf(mon_ep, sizeof mon_ep, "inproc://plaunch-relay-monitor-%u", /* relays on several threads: atomic */
-             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
     if (!(r->router = zmq_socket(r->zctx, ZMQ_ROUTER)) ||
         zmq_setsockopt(r->router, ZMQ_IPV6, (int[]){ v6 }, sizeof(int)) < 0 ||
         zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
@@ -216,21 +163,14 @@ static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
         zmq_setsockopt(r->router, ZMQ_SNDHWM, &zero, sizeof zero) < 0 || /* a refused frame: a broken session */
         zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) < 0 ||
         zmq_setsockopt(r->router, ZMQ_HANDSHAKE_IVL, &hs_ivl, sizeof hs_ivl) < 0 ||
-        zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0 ||
-        zmq_socket_monitor(r->router, mon_ep, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED |
-                                                  ZMQ_EVENT_ACCEPT_FAILED) < 0 ||
-        !(r->monitor = zmq_socket(r->zctx, ZMQ_PAIR)) ||
-        zmq_setsockopt(r->monitor, ZMQ_RCVHWM, &zero, sizeof zero) < 0 || zmq_connect(r->monitor, mon_ep) < 0) {
+        zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog) < 0) {
         snprintf(err, errlen, "relay socket: %s", zmq_strerror(errno));
         return -1;
     }
+    if (!(r->reader = conn_reader_new(r->zctx, r->loop, r->router, r->guard, &s_reader_ops, r, err, errlen)))
+        return -1;
     if (zmq_bind(r->router, ep) < 0 || zmq_getsockopt(r->router, ZMQ_LAST_ENDPOINT, r->endpoint, &len) < 0) {
         snprintf(err, errlen, "the relay cannot listen on %s: %s", ep, zmq_strerror(errno));
-        return -1;
-    }
-    if (loop_add_socket(r->loop, r->router, ZMQ_POLLIN, s_on_router, r) < 0 ||
-        loop_add_socket(r->loop, r->monitor, ZMQ_POLLIN, s_on_monitor, r) < 0) {
-        snprintf(err, errlen, "event loop: %s", strerror(errno));
         return -1;
     }
     return 0;
@@ -315,15 +255,10 @@ void relay_destroy(relay_t **pr)
     relay_up_free(&r->up);
     if (r->hb_timer > 0)
         loop_timer_cancel(r->loop, r->hb_timer);
-    if (r->monitor) {
-        loop_remove_socket(r->loop, r->monitor);
-        zmq_socket_monitor(r->router, NULL, 0);
-        zmq_close(r->monitor);
-    }
+    conn_reader_destroy(&r->reader);
     if (r->router) {
         int linger = RL_LINGER_MS; /* the children's last messages (BYE, close_notify) leave */
         zmq_setsockopt(r->router, ZMQ_LINGER, &linger, sizeof linger);
-        loop_remove_socket(r->loop, r->router);
         zmq_close(r->router);
     }
     conn_guard_destroy(&r->guard);

@@ -5,6 +5,7 @@
 #define PLAUNCH_RELAY_PRIV_H
 
 #include "conn_guard.h"
+#include "conn_reader.h"
 #include "conn_session.h"
 #include "heartbeat.h"
 #include "hindex.h"
@@ -12,7 +13,6 @@
 #include "relay.h"
 #include "relay_up.h"
 
-#define RL_GONE_MAX 64
 #define RL_LINGER_MS 500
 
 struct rchild {
@@ -25,7 +25,8 @@ struct rchild {
 };
 
 struct relay {
-    void *zctx, *router, *monitor;
+    void *zctx, *router;
+    conn_reader_t *reader;     /* the ROUTER's read loop: monitor, frames, closes (launcher/conn/) */
     loop_t *loop;
     tls_ctx_t *tls;
     char job_id[WIRE_MAX_JOB_ID + 1], hello_host[WIRE_MAX_HOST + 1];
@@ -44,7 +45,6 @@ struct relay {
     long hb_tick_ms;
     struct heartbeat hb;        /* to each watched child, and the silence rule */
     struct relay_up up;
-    int gone[RL_GONE_MAX], ngone;
     long unknown;               /* handles from the coordinator that are over */
 };
 

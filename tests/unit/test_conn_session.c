@@ -1,5 +1,5 @@
-/* Unit tests for conn_session (launcher/conn/): a real ROUTER on loopback with its socket monitor feeding a real
- * conn_guard, real ZeroMQ DEALERs as clients with TLS 1.3 PSK sessions, and a small owner's table behind struct
+/* Unit tests for conn_session (launcher/conn/): a real ROUTER on loopback read by conn_reader (its socket monitor
+ * feeding a real conn_guard, the closes held until the ROUTER is read), real ZeroMQ DEALERs as clients with TLS 1.3 PSK sessions, and a small owner's table behind struct
  * conn_session_ops. A session opens and carries messages both ways; a failed handshake is one bounded warning; a
  * plaintext client gets the plaintext REFUSE and its next frame closes it, counted; a stale TLS record is counted
  * and not answered; a ClientHello on a routing id with a session starts over; the owner's gate and its wait for a
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "conn_reader.h"
 #include "conn_router.h"
 #include "conn_session.h"
 #include "log.h"
@@ -43,7 +44,8 @@ struct cli {
 
 struct fx {
     loop_t *loop;
-    void *zctx, *router, *monitor;
+    void *zctx, *router;
+    conn_reader_t *reader;
     conn_guard_t *guard;
     peerlog_t *plog;
     conn_session_t *s;
@@ -182,36 +184,16 @@ static void s_on_end(void *arg, int fd, int tag, enum conn_state was, enum conn_
         s_end(f, tag);
 }
 
-static int s_on_router(loop_t *loop, int fd, void *sock, short revents, void *arg)
+static void s_on_frame(void *arg, int fd, const unsigned char *rid, size_t rid_len, const void *data, size_t len)
 {
-    struct fx *f = arg;
-    uint16_t event;
-    uint32_t value;
-    while (conn_router_event(f->monitor, &event, &value)) {
-        if (event == ZMQ_EVENT_ACCEPTED)
-            conn_guard_accepted(f->guard, (int)value);
-        else if (event == ZMQ_EVENT_DISCONNECTED)
-            conn_guard_gone(f->guard, (int)value);
-    }
-    for (;;) {
-        zmq_msg_t rid, body;
-        int ok = zrouter_recv(f->router, &rid, &body);
-        int cfd = ok > 0 ? zmq_msg_get(&body, ZMQ_SRCFD) : -1;
-        if (ok > 0 && cfd >= 0)
-            conn_session_frame(f->s, cfd, zmq_msg_data(&rid), zmq_msg_size(&rid), zmq_msg_data(&body),
-                               zmq_msg_size(&body));
-        zmq_msg_close(&rid);
-        zmq_msg_close(&body);
-        if (ok < 0)
-            break;
-    }
-    return 0;
+    conn_session_frame(((struct fx *)arg)->s, fd, rid, rid_len, data, len);
 }
+
+static const struct conn_reader_ops s_reader_ops = { .frame = s_on_frame };
 
 static struct fx *s_fx_new(const struct conn_limits *lim)
 {
     static struct fx f;
-    const char *mon = "inproc://test-conn-session-monitor";
     char err[256];
     size_t len = sizeof f.endpoint;
     int zero = 0;
@@ -224,19 +206,16 @@ static struct fx *s_fx_new(const struct conn_limits *lim)
     f.router = zmq_socket(f.zctx, ZMQ_ROUTER);
     zmq_setsockopt(f.router, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(f.router, ZMQ_ROUTER_MANDATORY, (int[]){ 1 }, sizeof(int));
-    assert_int_equal(zmq_socket_monitor(f.router, mon, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED), 0);
-    f.monitor = zmq_socket(f.zctx, ZMQ_PAIR);
-    assert_int_equal(zmq_connect(f.monitor, mon), 0);
-    assert_int_equal(zmq_bind(f.router, "tcp://127.0.0.1:*"), 0);
-    assert_int_equal(zmq_getsockopt(f.router, ZMQ_LAST_ENDPOINT, f.endpoint, &len), 0);
     assert_non_null(f.guard = conn_guard_new(f.loop, lim, s_on_end, &f));
     assert_non_null(f.plog = peerlog_new(f.loop, 0));
+    if (!(f.reader = conn_reader_new(f.zctx, f.loop, f.router, f.guard, &s_reader_ops, &f, err, sizeof err)))
+        fail_msg("conn_reader_new: %s", err);
+    assert_int_equal(zmq_bind(f.router, "tcp://127.0.0.1:*"), 0);
+    assert_int_equal(zmq_getsockopt(f.router, ZMQ_LAST_ENDPOINT, f.endpoint, &len), 0);
     struct conn_session_cfg cfg = { .router = f.router, .guard = f.guard, .plog = f.plog, .tls = f.sctx,
                                     .job_id = "sessjob", .who = "test server", .prefix = "test: " };
     if (!(f.s = conn_session_new(&cfg, &s_ops, &f, err, sizeof err)))
         fail_msg("conn_session_new: %s", err);
-    assert_int_equal(loop_add_socket(f.loop, f.router, ZMQ_POLLIN, s_on_router, &f), 0);
-    assert_int_equal(loop_add_socket(f.loop, f.monitor, ZMQ_POLLIN, s_on_router, &f), 0);
     return &f;
 }
 
@@ -338,10 +317,8 @@ static void s_fx_free(struct fx *f)
     conn_session_destroy(&f->s); /* safe twice */
     if (f->timer > 0)
         loop_timer_cancel(f->loop, f->timer);
-    loop_remove_socket(f->loop, f->router);
-    loop_remove_socket(f->loop, f->monitor);
-    zmq_socket_monitor(f->router, NULL, 0);
-    zmq_close(f->monitor);
+    conn_reader_destroy(&f->reader);
+    conn_reader_destroy(&f->reader); /* safe twice */
     zmq_close(f->router);
     conn_guard_destroy(&f->guard);
     peerlog_destroy(&f->plog);
