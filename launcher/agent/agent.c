@@ -1,6 +1,7 @@
 /* agent: the node agent of every job: joins the coordinator (remote over TLS, or in process on the
  * coordinator's node), starts the generations it is assigned, reports failures, obeys STOP and BYE, and
  * keeps heartbeats both ways so that losing the coordinator stops the workers. */
+#include "agent_metrics.h"
 #include "agent_priv.h"
 
 #include <arpa/inet.h>
@@ -292,6 +293,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    agent_metrics_start(ac);
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
     heartbeat_init(&ac->hb, ac->job->opt.heartbeat, ac->job->opt.heartbeat_timeout);
     if (ac->job->multi)
@@ -403,6 +405,7 @@ void agent_stop(agent_t *ac)
         loop_remove_fd(ac->loop, resolve_fd(ac->resolve));
     resolve_destroy(&ac->resolve);
     console_detach();
+    agent_metrics_stop(ac); /* before what its collectors read */
     agent_mon_destroy(&ac->mon);
     agent_hang_destroy(&ac->hang);
     agent_stacks_destroy(&ac->stacks);

@@ -45,6 +45,7 @@ struct agent_mon {
     char csv_name[320];
     int nseries;
     struct mon_series **series; /* by local rank, allocated with its first sample */
+    struct mon_sample *last;    /* by local rank: its latest sample (t_ms 0: none), allocated with the first */
     struct mon_sample *buf;
     /* preflight */
     void (*done)(void *arg, int code);
@@ -135,6 +136,8 @@ static void s_take(agent_mon_t *m, int n)
         }
         if (m->series[k])
             mon_series_add(m->series[k], s);
+        if (m->last || (m->last = calloc((size_t)m->nseries, sizeof *m->last)) != NULL)
+            m->last[k] = *s;
         int len = mon_csv_format(s, m->job->node_label, line, sizeof line);
         if (len > 0)
             s_csv_write(m, line, (size_t)len);
@@ -255,6 +258,14 @@ static int s_tick(loop_t *loop, int id, void *arg)
     return 0;
 }
 
+const struct mon_sample *agent_mon_last(const agent_mon_t *m, int local_rank)
+{
+    if (!m || !m->last || local_rank < 0 || local_rank >= m->nseries)
+        return NULL;
+    const struct mon_sample *s = &m->last[local_rank];
+    return s->t_ms > 0 && s->generation == m->job->generation ? s : NULL;
+}
+
 agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen)
 {
     if (job->opt.monitor <= 0)
@@ -354,6 +365,7 @@ void agent_mon_destroy(agent_mon_t **mp)
         free(m->series[i]);
     free(m->series);
     free(m->buf);
+    free(m->last);
     free(m);
     *mp = NULL;
 }

@@ -55,6 +55,7 @@ struct agent {
     char retry_hint[4096];     /* the command line for the other nodes (creds_tls) */
     agent_mon_t *mon;          /* the health monitor; NULL with --monitor 0 */
     agent_hang_t *hang;        /* the hang watch's progress reports; NULL with --hang-timeout 0 */
+    struct metrics *metrics;   /* /metrics (agent_metrics.c); NULL without --metrics-port */
     agent_stacks_t *stacks;    /* ... and the stacks of a hung job */
     int preflight_pending;     /* the preflight checks run: no JOIN before their verdict */
     int join_waiting;          /* a HELLO came while they ran */
