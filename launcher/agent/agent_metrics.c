@@ -122,9 +122,69 @@ void agent_metrics_start(agent_t *ac)
     log_info("metrics: serving http://%s:%d/metrics", o->metrics_addr, metrics_port(ac->metrics));
 }
 
-void agent_metrics_coord(agent_t *ac)
+/* ---- the job's figures, on the coordinator's node: read from the goodput model alone ---- */
+
+static void s_job(void *arg, struct mtext *t)
 {
-    (void)ac;
+    const gp_t *g = arg;
+    struct gp_summary sum;
+    const char *kv[2];
+    int bystate[GP_NNODE_STATES] = { 0 };
+    gp_summary(g, loop_now_ns(), &sum);
+    mtext_family(t, "plaunch_job_generation", "gauge", "The job's current generation (0 first, +1 each restart).");
+    mtext_sample(t, "plaunch_job_generation", NULL, 0, gp_generation(g));
+    mtext_family(t, "plaunch_job_world_size", "gauge", "Ranks in the job's current generation.");
+    mtext_sample(t, "plaunch_job_world_size", NULL, 0, gp_world(g));
+    for (int i = 0; i < gp_nnodes(g); i++) {
+        const struct gp_node *n = gp_node(g, i);
+        if (n && n->state >= 0 && n->state < GP_NNODE_STATES)
+            bystate[n->state]++;
+    }
+    mtext_family(t, "plaunch_job_nodes", "gauge", "The job's nodes by state.");
+    for (int s = 0; s < GP_NNODE_STATES; s++) {
+        kv[0] = "state", kv[1] = gp_node_state_name((enum gp_node_state)s);
+        mtext_sample(t, "plaunch_job_nodes", kv, 1, bystate[s]);
+    }
+    mtext_family(t, "plaunch_job_restarts_total", "counter", "Generations begun after the first (restarts of "
+                 "the whole job).");
+    mtext_sample(t, "plaunch_job_restarts_total", NULL, 0, sum.restarts);
+    mtext_family(t, "plaunch_job_incidents_total", "counter", "Incidents by cause: worker-failure, node-loss, "
+                 "hang, scale-change, stop-request.");
+    for (int c = 0; c < GP_NCAUSES; c++) {
+        kv[0] = "cause", kv[1] = gp_cause_name((enum gp_cause)c);
+        mtext_sample(t, "plaunch_job_incidents_total", kv, 1, sum.incidents[c]);
+    }
+    const struct gp_incident *cur = gp_incident_current(g);
+    mtext_family(t, "plaunch_job_incident_open", "gauge", "1 while an incident is open (detected, its restart not "
+                 "yet at the first progress), by cause.");
+    for (int c = 0; c < GP_NCAUSES; c++) {
+        kv[0] = "cause", kv[1] = gp_cause_name((enum gp_cause)c);
+        mtext_sample(t, "plaunch_job_incident_open", kv, 1, cur && cur->cause == (enum gp_cause)c);
+    }
+    mtext_family(t, "plaunch_job_lost_seconds_total", "counter", "Seconds lost to incidents, by phase: detect, "
+                 "teardown, rendezvous, start, init (the open incident's phases included as they pass).");
+    for (int p = 0; p < GP_NPHASES; p++) {
+        kv[0] = "phase", kv[1] = gp_phase_name((enum gp_phase)p);
+        mtext_sample(t, "plaunch_job_lost_seconds_total", kv, 1, sum.lost_s[p] > 0 ? sum.lost_s[p] : 0);
+    }
+    mtext_family(t, "plaunch_job_wall_seconds", "gauge", "Seconds since the job started.");
+    mtext_sample(t, "plaunch_job_wall_seconds", NULL, 0, sum.wall_s);
+    mtext_family(t, "plaunch_job_running_seconds", "gauge", "Seconds the job's generations ran (from each "
+                 "one's first progress to its end).");
+    mtext_sample(t, "plaunch_job_running_seconds", NULL, 0, sum.running_s);
+    mtext_family(t, "plaunch_job_steps_lost_total", "counter", "Steps done again after restarts (when ranks "
+                 "report steps).");
+    mtext_sample(t, "plaunch_job_steps_lost_total", NULL, 0, (double)sum.steps_lost);
+    mtext_family(t, "plaunch_job_goodput_ratio", "gauge", "Share of the wall time spent making progress: running "
+                 "time less recomputed steps, over wall time (0 to 1).");
+    if (isfinite(sum.goodput))
+        mtext_sample(t, "plaunch_job_goodput_ratio", NULL, 0, sum.goodput);
+}
+
+void agent_metrics_coord(agent_t *ac, const gp_t *gp)
+{
+    if (ac->metrics && gp)
+        metrics_add(ac->metrics, s_job, (void *)gp);
 }
 
 void agent_metrics_stop(agent_t *ac)

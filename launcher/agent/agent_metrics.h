@@ -4,12 +4,15 @@
 #ifndef PLAUNCH_AGENT_METRICS_H
 #define PLAUNCH_AGENT_METRICS_H
 
+#include "goodput.h"
+
 typedef struct agent agent_t;
 
 /* With --metrics-port: starts serving (a failure is a warning: metrics never stop a job). */
 void agent_metrics_start(agent_t *ac);
-/* The coordinator of this node exists: the job's families join the node's. */
-void agent_metrics_coord(agent_t *ac);
+/* The coordinator of this node exists: the job's families, read from its goodput model gp (which outlives the
+ * metrics: agent_metrics_stop comes before the coordinator goes), join the node's. */
+void agent_metrics_coord(agent_t *ac, const gp_t *gp);
 void agent_metrics_stop(agent_t *ac);
 
 #endif

@@ -112,6 +112,15 @@ static enum MHD_Result s_request(void *cls, struct MHD_Connection *c, const char
 
 static int s_on_timer(loop_t *loop, int id, void *arg);
 
+/* MHD_run, twice: at the connection limit MHD takes its listening socket out of its epoll set, and puts it back
+ * at the start of the run after one that closed a connection; without the second run, nothing would ever wake
+ * the loop for it again (no event, no timeout once the last connection is gone). */
+static void s_run(metrics_http_t *h)
+{
+    s_api.run(h->d);
+    s_api.run(h->d);
+}
+
 /* After every MHD_run: the loop wakes us again at MHD's next deadline (0 when connections have work left). */
 static void s_rearm(metrics_http_t *h)
 {
@@ -129,7 +138,7 @@ static int s_on_timer(loop_t *loop, int id, void *arg)
     if (id != h->timer)
         return 0;
     h->timer = 0;
-    s_api.run(h->d);
+    s_run(h);
     s_rearm(h);
     return 0;
 }
@@ -137,7 +146,7 @@ static int s_on_timer(loop_t *loop, int id, void *arg)
 static int s_on_ready(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     metrics_http_t *h = arg;
-    s_api.run(h->d);
+    s_run(h);
     s_rearm(h);
     return 0;
 }
