@@ -346,10 +346,9 @@ void gp_rank_progress(gp_t *g, int rank, int node, long long step, uint64_t out_
         x->r.node = node;
     if (out_age_ms != UINT64_MAX) {
         double out = now - (double)out_age_ms / 1e3;
-        if (out >= cg->start_t) {
-            x->r.out_t = out;
-            s_progress(g, out);
-        }
+        if (out >= cg->start_t)
+            x->r.out_t = out; /* the live view only: an agent counts a silent rank's age from its start, so the
+                               * first progress comes from gp_node_heard (first output) and step reports */
     }
     if (step < 0)
         return;
