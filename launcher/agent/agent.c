@@ -286,6 +286,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    ac->node = agent_node_new(ac->job, ac->mon, loop, s_hang_send, ac); /* NULL: no live view, the job goes on */
     ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
     if (ac->hang)
         ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, s_stacks_hold, ac, err, sizeof err);
@@ -307,6 +308,7 @@ static void s_gen_start(void *arg, const struct job *job)
     agent_t *ac = arg;
     errfile_clear(job);
     agent_hang_generation(ac->hang);
+    agent_node_generation(ac->node);
     agent_ipc_set_generation(ac->ipc, (uint32_t)job->generation);
 }
 
@@ -352,7 +354,10 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     x.exit_code = WIFEXITED(w->status) ? (uint32_t)WEXITSTATUS(w->status) : 0;
     x.signal = WIFSIGNALED(w->status) ? (uint32_t)WTERMSIG(w->status) : 0;
     x.runtime_ms = (w->exit_ns - w->start_ns) / 1000000;
-    x.exit_time_unix_ms = (uint64_t)time(NULL) * 1000;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* to the millisecond: the goodput ledger times detection from it */
+    uint64_t since_exit_ms = (loop_now_ns() - w->exit_ns) / 1000000u;
+    x.exit_time_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u - since_exit_ms;
     x.n_log_tail = n;
     x.log_tail = lines;
     char quote[ERRFILE_MAX_LINES][ERRFILE_LINE], *qlines[ERRFILE_MAX_LINES], path[PATH_MAX + 32];
@@ -406,6 +411,7 @@ void agent_stop(agent_t *ac)
     resolve_destroy(&ac->resolve);
     console_detach();
     agent_metrics_stop(ac); /* before what its collectors read */
+    agent_node_destroy(&ac->node);
     agent_mon_destroy(&ac->mon);
     agent_hang_destroy(&ac->hang);
     agent_stacks_destroy(&ac->stacks);

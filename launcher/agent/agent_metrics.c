@@ -95,13 +95,14 @@ static void s_node(void *arg, struct mtext *t)
     for (size_t g = 0; g < sizeof s_gauges / sizeof *s_gauges; g++) {
         mtext_family(t, s_gauges[g].name, "gauge", s_gauges[g].help);
         for (int i = 0; i < job->nworkers; i++) {
-            const struct mon_sample *s = job->workers[i].state == W_RUNNING ? agent_mon_last(ac->mon, i) : NULL;
-            double v = s ? s_gauges[g].get(s) : NAN;
+            struct mon_sample s;
+            int have = job->workers[i].state == W_RUNNING && agent_mon_latest(ac->mon, i, job->generation, &s);
+            double v = have ? s_gauges[g].get(&s) : NAN;
             if (!isfinite(v) || v < 0)
                 continue; /* unknown: no sample rather than NaN */
             s_rank_labels(&job->workers[i], rank, local, kv);
-            kv[4] = "gpu", kv[5] = s->gpu;
-            mtext_sample(t, s_gauges[g].name, kv, s->gpu[0] ? 3 : 2, v); /* a CPU worker has no gpu label */
+            kv[4] = "gpu", kv[5] = s.gpu;
+            mtext_sample(t, s_gauges[g].name, kv, s.gpu[0] ? 3 : 2, v); /* a CPU worker has no gpu label */
         }
     }
 }

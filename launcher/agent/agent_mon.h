@@ -25,8 +25,8 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
 char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes);
 /* The driver's CUDA version from the preflight ("12.4"), "" when unknown. */
 const char *agent_mon_cuda_driver(const agent_mon_t *m);
-/* The latest sample of local_rank in this generation, or NULL when there is none. */
-const struct mon_sample *agent_mon_last(const agent_mon_t *m, int local_rank);
+/* The latest sample of a local rank in generation (the live view: GPU utilisation and memory); 1, or 0 none. */
+int agent_mon_latest(const agent_mon_t *m, int local_rank, int generation, struct mon_sample *out);
 /* Stops the sampler and closes the CSV; sets *m to NULL, safe twice. */
 void agent_mon_destroy(agent_mon_t **m);
 

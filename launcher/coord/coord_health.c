@@ -1,12 +1,17 @@
 /* coord_health: the job's health on the coordinator: every node's rank summaries (REPORT "health", checked as a
- * peer's bytes), and at the job's end the findings across all of them and the Health block. */
+ * peer's bytes), and at the job's end the findings across all of them and the Health block; and the goodput model's
+ * feed of what only nodes know (REPORT "node"), status.json once a second, the ledger and the Goodput block. */
 #include "coord_priv.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
+#include "loop.h"
 #include "mon_json.h"
 
 /* The place of rank's summary in cs->health.sum, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
@@ -116,4 +121,115 @@ void coord_health_free(coord_server_t *cs)
     free(cs->health.at);
     cs->health.sum = NULL;
     cs->health.at = NULL;
+}
+
+/* ---- goodput: the model of the job's time (launcher/goodput/), fed from what the coordinator sees ------------ */
+
+#define CG_STATUS_MS 1000 /* status.json at most once a second */
+
+static int s_gp_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    char err[512];
+    (void)id;
+    cs->gp_timer = loop_timer_after_ms(loop, CG_STATUS_MS, s_gp_tick, cs);
+    if (gp_ledger_flush(cs->gp, err, sizeof err) < 0 && !cs->gp_warned++)
+        log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
+    if (gp_status_write(cs->gp, cs->job->log_dir, loop_now_ns(), err, sizeof err) < 0 && !cs->gp_status_warned++)
+        log_warn("status.json: %s (plaunch status --master still answers)", err);
+    return 0;
+}
+
+int coord_goodput_start(coord_server_t *cs)
+{
+    char err[512];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    cs->gp = gp_new(cs->job_id, loop_now_ns(), (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (!cs->gp)
+        return -1;
+    if (gp_ledger_open(cs->gp, cs->job->log_dir, err, sizeof err) < 0)
+        log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
+    cs->gp_timer = loop_timer_after_ms(cs->loop, CG_STATUS_MS, s_gp_tick, cs);
+    return 0;
+}
+
+void coord_goodput_free(coord_server_t *cs)
+{
+    if (cs->gp_timer > 0)
+        loop_timer_cancel(cs->loop, cs->gp_timer);
+    cs->gp_timer = 0;
+    gp_free(&cs->gp);
+}
+
+/* A node's REPORT "node" (agent_node.c): {"gen":G,"started_ago_ms":N,"progress_ago_ms":N,"ranks":[[rank, GPU %,
+ * GPU MiB used, MiB total],...]}, each bound checked; one of another generation says nothing. */
+int coord_goodput_node(coord_server_t *cs, int peer, const Plaunch__Report *rep)
+{
+    const struct peer *p = &cs->peers[peer];
+    const struct gp_node *gn = gp_node(cs->gp, p->node_rank);
+    json_error_t jerr;
+    json_t *doc = rep->json.len <= 64 + WIRE_MAX_LOCAL * 96
+                      ? json_loadb((const char *)rep->json.data, rep->json.len, JSON_REJECT_DUPLICATES, &jerr)
+                      : NULL;
+    json_t *gen = json_object_get(doc, "gen"), *st = json_object_get(doc, "started_ago_ms"),
+           *pr = json_object_get(doc, "progress_ago_ms"), *ranks = json_object_get(doc, "ranks");
+    uint64_t day = 86400000ull * 365;
+    int bad = !json_is_integer(gen) || !json_is_integer(st) || !json_is_integer(pr) || !json_is_array(ranks) ||
+              json_array_size(ranks) > WIRE_MAX_LOCAL || json_integer_value(st) < 0 || json_integer_value(pr) < 0 ||
+              (uint64_t)json_integer_value(st) > day || (uint64_t)json_integer_value(pr) > day;
+    if (!bad && json_integer_value(gen) == (json_int_t)cs->generation && cs->state == CS_RUNNING) {
+        double util = 0, mem = 0, total = 0;
+        int n = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach(ranks, i, e) {
+            json_t *r = json_array_get(e, 0);
+            double v[3];
+            for (int k = 0; k < 3; k++) {
+                json_t *x = json_array_get(e, (size_t)k + 1);
+                v[k] = json_is_number(x) ? json_number_value(x) : NAN;
+                if (!isnan(v[k]) && (v[k] < 0 || v[k] > 1e8))
+                    bad = 1;
+            }
+            if (!json_is_integer(r) || json_array_size(e) != 4 || !gn || json_integer_value(r) < gn->first_rank ||
+                json_integer_value(r) >= gn->first_rank + gn->nranks) {
+                bad = 1; /* only its own ranks */
+                break;
+            }
+            gp_rank_gpu(cs->gp, (int)json_integer_value(r), v[0], v[1], v[2]);
+            if (!isnan(v[0]))
+                util += v[0], mem += isnan(v[1]) ? 0 : v[1], total += isnan(v[2]) ? 0 : v[2], n++;
+        }
+        if (!bad)
+            gp_node_heard(cs->gp, p->node_rank, loop_now_ns(), (uint64_t)json_integer_value(st),
+                          (uint64_t)json_integer_value(pr), n ? util / n : -1, mem, total);
+    }
+    json_decref(doc);
+    if (bad) {
+        if (++cs->health.bad <= 3)
+            log_warn("node %d (%s): node report dropped: not this node's started/progress ages and GPU figures",
+                     p->node_rank, p->host);
+        return -1;
+    }
+    return 0;
+}
+
+void coord_goodput_finish(coord_server_t *cs, int status)
+{
+    static char text[16 << 10];
+    char err[512];
+    uint64_t now = loop_now_ns();
+    gp_mark(cs->gp, GP_TEARDOWN, now); /* a final incident: every node's workers stopped */
+    gp_finish(cs->gp, now, status);
+    if (gp_ledger_flush(cs->gp, err, sizeof err) < 0)
+        log_warn("goodput ledger: %s", err);
+    if (gp_status_write(cs->gp, cs->job->log_dir, now, err, sizeof err) < 0)
+        log_warn("status.json: %s", err);
+    struct gp_summary s;
+    gp_summary(cs->gp, now, &s);
+    gp_block(cs->gp, now, text, sizeof text);
+    /* on the terminal when something cost time, or the job ran long enough for the figure to mean something */
+    if (text[0])
+        log_block(text, (s.nincidents > 0 || s.wall_s >= 60) && !cs->job->opt.quiet);
 }

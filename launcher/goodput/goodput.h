@@ -54,7 +54,10 @@ struct gp_incident {
     char group[GP_TEXT_MAX];    /* a hang: the groups of ranks by stack, one line; else "" */
     char text[GP_TEXT_MAX];     /* why, one line (the verdict's words) */
     double at[GP_NMARKS];       /* seconds since the job's start; -1 not reached (yet, or ever) */
-    int closed;                 /* its record is complete (first progress came, or the job ended) */
+    double end_t;               /* when it stopped costing: its first progress, the next incident's occurrence
+                                 * (one that came before it), or the job's end; -1 open. The time from its last
+                                 * mark reached to end_t counts in the phase after that mark. */
+    int closed;                 /* its record is complete (end_t is set) */
     int final;                  /* the job ended in it: the marks after the last reached never come */
     long long step_before;      /* the highest step reported before it (-1: none) */
     long long step_after;       /* the first step the next generation reported (-1: none yet) */
@@ -180,9 +183,9 @@ const char *gp_mark_name(enum gp_mark m);
 const char *gp_node_state_name(enum gp_node_state s);
 
 /* --- outputs (goodput_out.c: ledger, block; goodput_status.c: status.json and its text) --- */
-/* The ledger LOG_DIR/goodput.jsonl, created with common/ownfile.h in the log directory dirfd (dirpath names it in
- * messages). 0, or -1 with a message. */
-int gp_ledger_open(gp_t *g, int dirfd, const char *dirpath, char *err, size_t errlen);
+/* The ledger LOG_DIR/goodput.jsonl, created (or emptied: one ledger per job and log directory) with
+ * common/ownfile.h in log_dir. 0, or -1 with a message. */
+int gp_ledger_open(gp_t *g, const char *log_dir, char *err, size_t errlen);
 /* Appends every closed incident not written yet (each record once), and after gp_finish the summary line. 0, or
  * -1 with a message (later calls try again what failed). */
 int gp_ledger_flush(gp_t *g, char *err, size_t errlen);

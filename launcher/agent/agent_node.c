@@ -1,0 +1,114 @@
+/* agent_node: REPORT "node": when this node's workers of the generation all started, when the first of them wrote,
+ * and the monitor's latest GPU figures per rank (agent_node.h). */
+#include "agent_node.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AN_TICK_MS 1000
+#define AN_GPU_MS 10000 /* GPU figures at most this often: 16,384 nodes send 1,600 a second */
+
+struct agent_node {
+    struct job *job;
+    agent_mon_t *mon;
+    loop_t *loop;
+    agent_node_send_fn send;
+    void *arg;
+    int timer;
+    uint64_t gen_ns;           /* when this generation began here */
+    int sent_started, sent_progress;
+    uint64_t gpu_sent_ns;
+};
+
+static void s_num(char *b, size_t cap, double v)
+{
+    if (isnan(v) || v < 0 || v > 1e9)
+        snprintf(b, cap, "null");
+    else
+        snprintf(b, cap, "%.1f", v);
+}
+
+static int s_tick(loop_t *loop, int id, void *arg)
+{
+    agent_node_t *n = arg;
+    struct job *job = n->job;
+    (void)id;
+    n->timer = loop_timer_after_ms(loop, AN_TICK_MS, s_tick, n);
+    uint64_t now = loop_now_ns(), started = 0, first = 0;
+    int all = job->nworkers > 0;
+    for (int i = 0; i < job->nworkers; i++) {
+        const struct worker *w = &job->workers[i];
+        if (w->state == W_IDLE || w->start_ns < n->gen_ns) {
+            all = 0;
+            continue;
+        }
+        started = w->start_ns > started ? w->start_ns : started;
+        if (w->first_out_ns && (!first || w->first_out_ns < first))
+            first = w->first_out_ns;
+    }
+    int new_started = all && !n->sent_started, new_progress = first && !n->sent_progress;
+    int gpu_due = n->mon && now - n->gpu_sent_ns >= (uint64_t)AN_GPU_MS * 1000000u;
+    if (!new_started && !new_progress && !gpu_due)
+        return 0;
+    size_t cap = 256 + (size_t)job->nworkers * 96, len;
+    char *json = malloc(cap);
+    if (!json)
+        return 0;
+    /* ages, not times: the coordinator's clock is not this one (+1: 0 means "not yet") */
+    len = (size_t)snprintf(json, cap, "{\"gen\":%d,\"started_ago_ms\":%llu,\"progress_ago_ms\":%llu,\"ranks\":[",
+                           job->generation, all ? (unsigned long long)((now - started) / 1000000u) + 1 : 0ull,
+                           first ? (unsigned long long)((now - first) / 1000000u) + 1 : 0ull);
+    int k = 0;
+    for (int i = 0; gpu_due && i < job->nworkers; i++) {
+        struct mon_sample s;
+        char u[32], m[32], t[32];
+        if (!agent_mon_latest(n->mon, i, job->generation, &s))
+            continue;
+        s_num(u, sizeof u, s.gpu_util);
+        s_num(m, sizeof m, !isnan(s.gpu_mem_proc_mib) ? s.gpu_mem_proc_mib : s.gpu_mem_used_mib);
+        s_num(t, sizeof t, s.gpu_mem_total_mib);
+        len += (size_t)snprintf(json + len, cap - len, "%s[%d,%s,%s,%s]", k++ ? "," : "", job->workers[i].rank, u,
+                                m, t);
+    }
+    snprintf(json + len, cap - len, "]}");
+    n->sent_started |= all;
+    n->sent_progress |= first != 0;
+    if (gpu_due)
+        n->gpu_sent_ns = now;
+    n->send(n->arg, "node", json, strlen(json));
+    free(json);
+    return 0;
+}
+
+agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, loop_t *loop, agent_node_send_fn send, void *arg)
+{
+    agent_node_t *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    *n = (struct agent_node){ .job = job, .mon = mon, .loop = loop, .send = send, .arg = arg };
+    n->gen_ns = loop_now_ns();
+    n->gpu_sent_ns = n->gen_ns;
+    n->timer = loop_timer_after_ms(loop, AN_TICK_MS, s_tick, n);
+    return n;
+}
+
+void agent_node_generation(agent_node_t *n)
+{
+    if (!n)
+        return;
+    n->gen_ns = loop_now_ns();
+    n->sent_started = n->sent_progress = 0;
+}
+
+void agent_node_destroy(agent_node_t **np)
+{
+    agent_node_t *n = np ? *np : NULL;
+    if (!n)
+        return;
+    if (n->timer > 0)
+        loop_timer_cancel(n->loop, n->timer);
+    free(n);
+    *np = NULL;
+}
