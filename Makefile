@@ -25,8 +25,9 @@ endif
 CC       ?= cc
 PKGS     := libzmq inih openssl jansson libprotobuf-c
 # Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
-# host without elfutils are not affected.
-HDR_PKGS := libdw
+# host without elfutils are not affected; --metrics-port loads libmicrohttpd.so.12 at run time
+# (launcher/metrics/metrics_http.c): its archive would drag GnuTLS and p11-kit (no static library) into the binary.
+HDR_PKGS := libdw libmicrohttpd
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))

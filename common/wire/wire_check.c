@@ -48,6 +48,8 @@ struct rule {
 #define HEALTH &plaunch__health__descriptor
 #define HBLOCK &plaunch__health_block__descriptor
 #define SUMMARY &plaunch__summary__descriptor
+#define NSTATE &plaunch__node_state__descriptor
+#define NRGPU &plaunch__node_rank_gpu__descriptor
 
 /* Every non-message field of wire.proto has a row; a field without one fails every check (and the unit tests). */
 static const struct rule s_rules[] = {
@@ -118,6 +120,12 @@ static const struct rule s_rules[] = {
     { PRANK, "step", -1, INT64_MAX, 0, CS_ANY },
     { PRANK, "out_age_ms", 0, WIRE_MAX_AGE_MS, 0, CS_ANY },
     { PRANK, "step_age_ms", -1, WIRE_MAX_AGE_MS, 0, CS_ANY },
+    { NSTATE, "started_ago_ms", 0, WIRE_MAX_AGE_MS, 0, CS_ANY },
+    { NSTATE, "progress_ago_ms", 0, WIRE_MAX_AGE_MS, 0, CS_ANY },
+    { NRGPU, "rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },
+    { NRGPU, "util_permille", -1, 1000, 0, CS_ANY },
+    { NRGPU, "mem_mib", -1, 1u << 24, 0, CS_ANY },
+    { NRGPU, "total_mib", -1, 1u << 24, 0, CS_ANY },
     { SREQ, "deadline_ms", WIRE_MIN_STACKS_MS, WIRE_MAX_STACKS_MS, 0, CS_ANY },
     { SREQ, "abort", 0, 1, 0, CS_ANY },
     { STACKS, "rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },
@@ -447,6 +455,21 @@ static int s_check_report(const Plaunch__Report *r, char *err, size_t errlen)
         return wire_fail(err, errlen, "%s: missing or of another type", name);
     if (s_check_unknown(k, name, err, errlen) < 0 || s_check_fields(k, name, err, errlen) < 0)
         return -1;
+    if (r->kind_case == WIRE_R_NODE_STATE) {
+        const Plaunch__NodeState *n = r->node_state;
+        if (n->n_ranks > WIRE_MAX_LOCAL)
+            return wire_fail(err, errlen, "report.node_state.ranks: %zu entries, more than %u", n->n_ranks,
+                             WIRE_MAX_LOCAL);
+        for (size_t i = 0; i < n->n_ranks; i++) {
+            const Plaunch__NodeRankGpu *e = n->ranks[i];
+            if (!e || e->base.descriptor != NRGPU)
+                return wire_fail(err, errlen, "report.node_state.ranks[%zu]: missing", i);
+            if (s_check_unknown(&e->base, "report.node_state.ranks", err, errlen) < 0 ||
+                s_check_fields(&e->base, "report.node_state.ranks", err, errlen) < 0)
+                return -1;
+        }
+        return 0;
+    }
     if (r->kind_case != WIRE_R_PROGRESS)
         return 0;
     const Plaunch__Progress *p = r->progress;

@@ -1,6 +1,7 @@
 /* agent: the node agent of every job: joins the coordinator (remote over TLS, or in process on the
  * coordinator's node), starts the generations it is assigned, reports failures, obeys STOP and BYE, and
  * keeps heartbeats both ways so that losing the coordinator stops the workers. */
+#include "agent_metrics.h"
 #include "agent_priv.h"
 
 #include <arpa/inet.h>
@@ -282,6 +283,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    ac->node = agent_node_new(ac->job, ac->mon, loop, s_hang_send, ac); /* NULL: no live view, the job goes on */
     ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
     if (ac->hang)
         ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, s_stacks_hold, ac, err, sizeof err);
@@ -289,6 +291,7 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
+    agent_metrics_start(ac);
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
     heartbeat_init(&ac->hb, ac->job->opt.heartbeat, ac->job->opt.heartbeat_timeout);
     if (ac->job->node.multi)
@@ -302,6 +305,7 @@ static void s_gen_start(void *arg, const struct job *job)
     agent_t *ac = arg;
     errfile_clear(job);
     agent_hang_generation(ac->hang);
+    agent_node_generation(ac->node);
     agent_ipc_set_generation(ac->ipc, (uint32_t)job->gen.generation);
 }
 
@@ -347,7 +351,10 @@ static void s_worker_exit(void *arg, const struct job *job, const struct worker 
     x.exit_code = WIFEXITED(w->status) ? (uint32_t)WEXITSTATUS(w->status) : 0;
     x.signal = WIFSIGNALED(w->status) ? (uint32_t)WTERMSIG(w->status) : 0;
     x.runtime_ms = (w->exit_ns - w->start_ns) / 1000000;
-    x.exit_time_unix_ms = (uint64_t)time(NULL) * 1000;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* to the millisecond: the goodput ledger times detection from it */
+    uint64_t since_exit_ms = (loop_now_ns() - w->exit_ns) / 1000000u;
+    x.exit_time_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u - since_exit_ms;
     x.n_log_tail = n;
     x.log_tail = lines;
     char quote[ERRFILE_MAX_LINES][ERRFILE_LINE], *qlines[ERRFILE_MAX_LINES], path[PATH_MAX + 32];
@@ -400,6 +407,8 @@ void agent_stop(agent_t *ac)
         loop_remove_fd(ac->loop, resolve_fd(ac->resolve));
     resolve_destroy(&ac->resolve);
     console_detach();
+    agent_metrics_stop(ac); /* before what its collectors read */
+    agent_node_destroy(&ac->node);
     agent_mon_destroy(&ac->mon);
     agent_hang_destroy(&ac->hang);
     agent_stacks_destroy(&ac->stacks);

@@ -46,6 +46,7 @@ struct agent_mon {
     int nseries;
     struct mon_series **series; /* by local rank, allocated with its first sample */
     struct mon_sample *buf;
+    struct mon_sample *last;   /* by local rank: its latest sample (the live view); t_ms 0 none */
     /* preflight */
     void (*done)(void *arg, int code);
     void *done_arg;
@@ -135,6 +136,7 @@ static void s_take(agent_mon_t *m, int n)
         }
         if (m->series[k])
             mon_series_add(m->series[k], s);
+        m->last[k] = *s;
         int len = mon_csv_format(s, m->job->node.node_label, line, sizeof line);
         if (len > 0)
             s_csv_write(m, line, (size_t)len);
@@ -273,9 +275,10 @@ agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loo
     m->nseries = job->node.nworkers;
     m->series = calloc((size_t)job->node.nworkers, sizeof *m->series);
     m->buf = calloc((size_t)job->node.nworkers, sizeof *m->buf);
+    m->last = calloc((size_t)job->node.nworkers, sizeof *m->last);
     ssize_t len = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
     snprintf(m->csv_name, sizeof m->csv_name, "monitor.%s.csv", job->node.node_label);
-    if (!m->series || !m->buf || len <= 0) {
+    if (!m->series || !m->buf || !m->last || len <= 0) {
         snprintf(err, errlen, "monitor: %s", len <= 0 ? "cannot find this program (/proc/self/exe)" : "out of memory");
         goto error;
     }
@@ -354,6 +357,16 @@ void agent_mon_destroy(agent_mon_t **mp)
         free(m->series[i]);
     free(m->series);
     free(m->buf);
+    free(m->last);
     free(m);
     *mp = NULL;
+}
+
+int agent_mon_latest(const agent_mon_t *m, int local_rank, int generation, struct mon_sample *out)
+{
+    if (!m || local_rank < 0 || local_rank >= m->nseries || !m->last[local_rank].t_ms ||
+        m->last[local_rank].generation != generation)
+        return 0;
+    *out = m->last[local_rank];
+    return 1;
 }

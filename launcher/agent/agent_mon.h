@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "job.h"
+#include "mon_sample.h"
 #include "mon_thresh.h"
 #include "loop.h"
 
@@ -24,6 +25,8 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
 char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes);
 /* The driver's CUDA version from the preflight ("12.4"), "" when unknown. */
 const char *agent_mon_cuda_driver(const agent_mon_t *m);
+/* The latest sample of a local rank in generation (the live view: GPU utilisation and memory); 1, or 0 none. */
+int agent_mon_latest(const agent_mon_t *m, int local_rank, int generation, struct mon_sample *out);
 /* Stops the sampler and closes the CSV; sets *m to NULL, safe twice. */
 void agent_mon_destroy(agent_mon_t **m);
 

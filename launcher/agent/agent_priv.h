@@ -10,6 +10,7 @@
 #include "agent_hang.h"
 #include "agent_ipc.h"
 #include "agent_mon.h"
+#include "agent_node.h"
 #include "agent_relay.h"
 #include "agent_stacks.h"
 #include "coord_server.h"
@@ -54,7 +55,9 @@ struct agent {
     uint64_t said_ns;          /* the last "waiting for ..." line */
     char retry_hint[4096];     /* the command line for the other nodes (creds_tls) */
     agent_mon_t *mon;          /* the health monitor; NULL with --monitor 0 */
+    agent_node_t *node;        /* REPORT NODE_STATE: started, first output, GPU figures (the live view) */
     agent_hang_t *hang;        /* the hang watch's progress reports; NULL with --hang-timeout 0 */
+    struct metrics *metrics;   /* /metrics (agent_metrics.c); NULL without --metrics-port */
     agent_stacks_t *stacks;    /* ... and the stacks of a hung job */
     int preflight_pending;     /* the preflight checks run: no JOIN before their verdict */
     int join_waiting;          /* a HELLO came while they ran */

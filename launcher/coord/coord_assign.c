@@ -132,8 +132,10 @@ static void s_assign(coord_server_t *cs)
     log_info("generation %u: %d node%s, %u rank%s%s", cs->generation, n, n == 1 ? "" : "s", world,
              world == 1 ? "" : "s", t.sizes ? "" : " (ASSIGN without the tables of every node: too big a job)");
     uint32_t first = 0;
+    gp_gen_begin(cs->gp, cs->generation, (int)world, n, loop_now_ns());
     for (int r = 0; r < n; r++) {
         struct peer *p = by_rank[r];
+        gp_node_set(cs->gp, r, p->host, (int)first, (int)p->nproc, GP_NODE_RUNNING, loop_now_ns());
         Plaunch__Assign a = PLAUNCH__ASSIGN__INIT;
         wire_msg_t m;
         a.node_rank = (uint32_t)r;

@@ -39,6 +39,9 @@ void coord_end_restart(coord_server_t *cs, const char *why)
     coord_transport_last_call(cs, -1);
     coord_transport_rendezvous_deadline(cs, o->nnodes_min < o->nnodes ? o->elastic_timeout : o->rdzv_timeout);
     log_warn("restarting the job%s: generation %u (%s)", o->nnodes > 1 ? " on every node" : "", cs->generation, why);
+    for (int i = 0; i < cs->npeers; i++)
+        if (cs->peers[i].used && cs->peers[i].st == PS_MEMBER)
+            gp_node_set(cs->gp, cs->peers[i].node_rank, NULL, -1, 0, GP_NODE_RESTARTING, loop_now_ns());
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__RESTART, 0, why);
     coord_assign_check_ready(cs);
 }
@@ -91,6 +94,7 @@ static void s_finish(coord_server_t *cs)
         log_block(text, 1);
     }
     s_health(cs);
+    coord_goodput_finish(cs, status);
     log_info("job %s over: exit status %d", cs->job_id, status);
     bye.exit_status = (uint32_t)status;
     wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);
@@ -213,6 +217,14 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
     if (cs->job->node.multi)
         log_warn("rank %u on node %d (%s) failed: %s %u", x->global_rank, p->node_rank, p->host,
                  x->signal ? "signal" : "exit code", x->signal ? x->signal : x->exit_code);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t wall_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    gp_incident_open(cs->gp, loop_now_ns(), GP_CAUSE_WORKER,
+                     &(struct gp_cause_info){ .rank = (int)x->global_rank, .node = p->node_rank, .host = p->host,
+                                              .exit_code = x->signal ? -1 : (int)x->exit_code, .signal = (int)x->signal,
+                                              .occurred_ago_ms = x->exit_time_unix_ms && wall_ms > x->exit_time_unix_ms
+                                                                     ? wall_ms - x->exit_time_unix_ms : 0 });
     int n = coord_verdict_restart(&cs->verdict, coord_verdict_restartable(x->exit_code, x->signal));
     if (n > 0) {
         char why[160];
@@ -248,6 +260,12 @@ static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
     if (snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
                  cs->generation, why) >= (int)sizeof text)
         memcpy(text + sizeof text - 4, "...", 4); /* a cut reason says so */
+    if (cs->state != CS_RENDEZVOUS && cs->state != CS_DONE) {
+        gp_incident_open(cs->gp, loop_now_ns(), GP_CAUSE_NODE,
+                         &(struct gp_cause_info){ .rank = -1, .node = p->node_rank, .host = p->host, .exit_code = -1,
+                                                  .text = text });
+        gp_node_set(cs->gp, p->node_rank, NULL, -1, 0, GP_NODE_LOST, loop_now_ns());
+    }
     coord_peers_drop(cs, peer, NULL);
     if (cs->state == CS_RENDEZVOUS || cs->state == CS_RESTARTING) {
         coord_assign_check_ready(cs);

@@ -172,6 +172,7 @@ int coord_hang_progress(coord_server_t *cs, int peer, uint32_t generation, const
             r->rhead = (r->rhead + 1) % HANG_RING;
             r->rn += r->rn < HANG_RING;
         }
+        gp_rank_progress(cs->gp, (int)e->rank, p->node_rank, e->step, e->out_age_ms, now);
         uint64_t prog = r->step >= 0 && r->step_ns > out_ns ? r->step_ns : out_ns;
         if (prog > r->prog_ns)
             r->prog_ns = prog;
@@ -293,10 +294,14 @@ static int s_tick(loop_t *loop, int id, void *arg)
         steps = h->r[i].step >= 0;
     h->warn = h->odd < 0 && !steps && !cs->job->opt.on_hang_given;
     coord_verdict_hold(&cs->verdict, !h->warn); /* the ranks ended for their tracebacks are no failure */
-    if (h->warn)
+    if (h->warn) {
         log_warn("%s; taking every rank's stacks (the job goes on)", h->why);
-    else
+    } else {
         log_error("the job is hung: %s; taking every rank's stacks", h->why);
+        gp_incident_open(cs->gp, now, GP_CAUSE_HANG,
+                         &(struct gp_cause_info){ .rank = h->odd, .node = -1, .exit_code = -1, .text = h->why,
+                                                  .occurred_ago_ms = (uint64_t)(cs->job->opt.hang_timeout * 1000) });
+    }
     for (int i = 0; h->stacks && i < h->nr; i++) /* a warning's collection may have come before */
         free(h->stacks[i]);
     free(h->stacks);
@@ -362,6 +367,7 @@ static void s_conclude(coord_server_t *cs, struct coord_hang *h)
                  cs->job_id, h->why, cs->generation, summary, path) >= (int)sizeof cause)
         cause[sizeof cause - 2] = '\n'; /* cut: still whole lines' end */
     coord_verdict_hold(&cs->verdict, 0);
+    gp_incident_group(cs->gp, summary);
     if (n > 0) {
         log_block(cause, !cs->job->opt.quiet);
         if (odd >= 0)

@@ -4,6 +4,7 @@
 #define PLAUNCH_COORD_HANG_H
 
 #include "coord_server.h"
+#include "goodput.h"
 #include "mon_diag.h"
 #include "wire.h"
 
@@ -22,6 +23,13 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Health *r);
  * finding, or enough steady state to call the job healthy), 0 when plaunch.log is enough. */
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap);
 void coord_health_free(coord_server_t *cs);
+/* The goodput model (cs->gp), its ledger and status.json once a second. 0, or -1 (out of memory). */
+int coord_goodput_start(coord_server_t *cs);
+void coord_goodput_free(coord_server_t *cs);
+/* A node's REPORT NODE_STATE: its workers' start and first output ages, its ranks' GPU figures. 0, or -1 (logged). */
+int coord_goodput_node(coord_server_t *cs, int peer, uint32_t generation, const Plaunch__NodeState *ns);
+/* The job is over (status): the model's end, the ledger's last lines, the last status.json, the Goodput block. */
+void coord_goodput_finish(coord_server_t *cs, int status);
 
 /* coord_hang.c: the hang watch (below coord_world.c; calls coord_end.c, coord_transport.c and hang_report.c) */
 /* Starts the watch (nothing with --hang-timeout 0). 0, or -1 (out of memory). */

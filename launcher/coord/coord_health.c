@@ -1,12 +1,16 @@
 /* coord_health: the job's health on the coordinator: every node's rank summaries (REPORT HEALTH, checked as a
- * peer's bytes), and at the job's end the findings across all of them and the Health block. */
+ * peer's bytes), and at the job's end the findings across all of them and the Health block; and the goodput model's
+ * feed of what only nodes know (REPORT NODE_STATE), status.json once a second, the ledger and the Goodput block. */
 #include "coord_priv.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
+#include "loop.h"
 #include "mon_json.h"
 
 /* The place of rank's summary in cs->health.sum, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
@@ -116,4 +120,91 @@ void coord_health_free(coord_server_t *cs)
     free(cs->health.at);
     cs->health.sum = NULL;
     cs->health.at = NULL;
+}
+
+/* ---- goodput: the model of the job's time (launcher/goodput/), fed from what the coordinator sees ------------ */
+
+#define CG_STATUS_MS 1000 /* status.json at most once a second */
+
+static int s_gp_tick(loop_t *loop, int id, void *arg)
+{
+    coord_server_t *cs = arg;
+    char err[512];
+    (void)id;
+    cs->gp_timer = loop_timer_after_ms(loop, CG_STATUS_MS, s_gp_tick, cs);
+    if (gp_ledger_flush(cs->gp, err, sizeof err) < 0 && !cs->gp_warned++)
+        log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
+    if (gp_status_write(cs->gp, cs->job->node.log_dir, loop_now_ns(), err, sizeof err) < 0 && !cs->gp_status_warned++)
+        log_warn("status.json: %s (plaunch status --master still answers)", err);
+    return 0;
+}
+
+int coord_goodput_start(coord_server_t *cs)
+{
+    char err[512];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    cs->gp = gp_new(cs->job_id, loop_now_ns(), (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (!cs->gp)
+        return -1;
+    if (gp_ledger_open(cs->gp, cs->job->node.log_dir, err, sizeof err) < 0)
+        log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
+    cs->gp_timer = loop_timer_after_ms(cs->loop, CG_STATUS_MS, s_gp_tick, cs);
+    return 0;
+}
+
+void coord_goodput_free(coord_server_t *cs)
+{
+    if (cs->gp_timer > 0)
+        loop_timer_cancel(cs->loop, cs->gp_timer);
+    cs->gp_timer = 0;
+    gp_free(&cs->gp);
+}
+
+/* A node's REPORT NODE_STATE (agent_node.c), its fields bound by the wire table: only the node's own ranks count;
+ * one of another generation says nothing. */
+int coord_goodput_node(coord_server_t *cs, int peer, uint32_t generation, const Plaunch__NodeState *ns)
+{
+    const struct peer *p = &cs->peers[peer];
+    const struct gp_node *gn = gp_node(cs->gp, p->node_rank);
+    if (generation != (uint32_t)cs->generation || cs->state != CS_RUNNING)
+        return 0;
+    double util = 0, mem = 0, total = 0;
+    int n = 0;
+    for (size_t i = 0; i < ns->n_ranks; i++) {
+        const Plaunch__NodeRankGpu *e = ns->ranks[i];
+        if (!gn || (int64_t)e->rank < gn->first_rank || (int64_t)e->rank >= gn->first_rank + gn->nranks) {
+            if (++cs->health.bad <= 3)
+                log_warn("node %d (%s): node state dropped: rank %u is not this node's", p->node_rank, p->host,
+                         e->rank);
+            return -1;
+        }
+        double u = e->util_permille < 0 ? NAN : e->util_permille / 10.0;
+        double m = e->mem_mib < 0 ? NAN : (double)e->mem_mib, t = e->total_mib < 0 ? NAN : (double)e->total_mib;
+        gp_rank_gpu(cs->gp, (int)e->rank, u, m, t);
+        if (!isnan(u))
+            util += u, mem += isnan(m) ? 0 : m, total += isnan(t) ? 0 : t, n++;
+    }
+    gp_node_heard(cs->gp, p->node_rank, loop_now_ns(), ns->started_ago_ms, ns->progress_ago_ms, n ? util / n : -1,
+                  mem, total);
+    return 0;
+}
+
+void coord_goodput_finish(coord_server_t *cs, int status)
+{
+    static char text[16 << 10];
+    char err[512];
+    uint64_t now = loop_now_ns();
+    gp_mark(cs->gp, GP_TEARDOWN, now); /* a final incident: every node's workers stopped */
+    gp_finish(cs->gp, now, status);
+    if (gp_ledger_flush(cs->gp, err, sizeof err) < 0)
+        log_warn("goodput ledger: %s", err);
+    if (gp_status_write(cs->gp, cs->job->node.log_dir, now, err, sizeof err) < 0)
+        log_warn("status.json: %s", err);
+    struct gp_summary s;
+    gp_summary(cs->gp, now, &s);
+    gp_block(cs->gp, now, text, sizeof text);
+    /* on the terminal when something cost time, or the job ran long enough for the figure to mean something */
+    if (text[0])
+        log_block(text, (s.nincidents > 0 || s.wall_s >= 60) && !cs->job->opt.quiet);
 }

@@ -52,6 +52,8 @@ struct coord_server {
     int ngrace;                 /* members in their reconnect grace */
     int bye_cursor;             /* coord_end_maybe_finish: every member below this index said BYE */
     struct coord_health health; /* coord_hang.h */
+    gp_t *gp;                   /* the job's time (launcher/goodput/): written by the floors that see its events */
+    int gp_timer, gp_warned, gp_status_warned;
     /* coord_hang.c: the hang watch; steplag: the step-rate stragglers for the Health block */
     struct coord_hang *hang;
     char steplag[2048];

@@ -56,7 +56,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
         log_info("coordinator listening on %s (%s), waiting for %d node%s", endpoint, tls ? "TLS 1.3" : "PLAINTEXT",
                  job->opt.nnodes, job->opt.nnodes == 1 ? "" : "s");
     }
-    if (coord_hang_start(cs) < 0) {
+    if (coord_hang_start(cs) < 0 || coord_goodput_start(cs) < 0) {
         snprintf(err, errlen, "out of memory");
         goto error;
     }
@@ -74,6 +74,7 @@ void coord_server_destroy(coord_server_t **pcs)
         return;
     coord_server_t *cs = *pcs;
     coord_hang_destroy(cs);
+    coord_goodput_free(cs);
     coord_transport_close(cs); /* every session ends first: close_notify, DROPs to relays */
     coord_relay_free(cs);
     coord_services_destroy(&cs->services);
@@ -103,5 +104,8 @@ void coord_server_stop_signal(coord_server_t *cs, int sig)
     else
         snprintf(text, sizeof text, "plaunch got SIG%s", name);
     coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, 128 + sig, "plaunch: job %s stopped: %s\n", cs->job_id, text);
+    if (cs->state != CS_DONE)
+        gp_incident_open(cs->gp, loop_now_ns(), GP_CAUSE_STOP,
+                         &(struct gp_cause_info){ .rank = -1, .node = -1, .exit_code = -1, .text = text });
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }

@@ -41,6 +41,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     if (p->st == PS_MEMBER) {
         if (cs->state != CS_RESTARTING && cs->state != CS_RENDEZVOUS)
             return; /* nothing to do: this member is already in the running generation */
+        gp_mark(cs->gp, GP_TEARDOWN, loop_now_ns()); /* the first node back has stopped its workers */
     } else if (cs->state == CS_ENDING || cs->state == CS_DONE) {
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN, "the job is ending");
         return;
@@ -88,6 +89,9 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     coord_relay_consider(cs, peer); /* the first to join directly relay for the later ones */
     if (grow) {
         snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, coord_assign_live(cs));
+        gp_incident_open(cs->gp, loop_now_ns(), GP_CAUSE_SCALE,
+                         &(struct gp_cause_info){ .rank = -1, .node = -1, .host = p->host, .exit_code = -1,
+                                                  .text = text });
         coord_end_restart(cs, text);
         return;
     }
@@ -147,6 +151,9 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
             break;
         case WIRE_R_STACKS_DONE:
             coord_hang_stacks_done(cs, peer, m->report->stacks_done);
+            break;
+        case WIRE_R_NODE_STATE:
+            coord_goodput_node(cs, peer, m->generation, m->report->node_state);
             break;
         default:
             log_warn("node %s sent a REPORT %s, which a coordinator does not take", p->host,

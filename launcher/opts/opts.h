@@ -64,6 +64,8 @@ struct opts {
     double hang_timeout;       /* --hang-timeout: seconds without progress before the job is hung; 0 = off */
     char on_hang[8];           /* --on-hang: restart (while the budget lasts), stop */
     int on_hang_given;         /* a source named --on-hang: silence alone may end the job (docs/hang.md) */
+    int metrics_port;          /* --metrics-port: serve /metrics (Prometheus) on this port; 0 = off */
+    char metrics_addr[64];     /* --metrics-addr: its address, an IPv4 or IPv6 literal (default 127.0.0.1) */
     int print_config;          /* --print-config: show the values and their sources, run nothing */
     /* What a scheduler said (launcher/sched/), filled by opts_load */
     int sched_kind;            /* enum sched_kind */

@@ -2,6 +2,7 @@
  * the setters write struct opts and nothing else. */
 #include "opts_priv.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,26 @@ static int s_set_on_hang(struct opts *o, const char *val, const char *origin, ch
     return s_copy(o->on_hang, sizeof o->on_hang, val, origin, err, errlen);
 }
 
+static int s_set_metrics_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, 65535, &v, origin, "a TCP port for /metrics (0: none)", err, errlen) < 0)
+        return -1;
+    o->metrics_port = (int)v;
+    return 0;
+}
+
+static int s_set_metrics_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    unsigned char a[16];
+    if (inet_pton(AF_INET, val, a) != 1 && inet_pton(AF_INET6, val, a) != 1) {
+        snprintf(err, errlen, "%s '%s': expected an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or ::1", origin,
+                 val);
+        return -1;
+    }
+    return s_copy(o->metrics_addr, sizeof o->metrics_addr, val, origin, err, errlen);
+}
+
 static int s_set_print_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return opts_parse_bool(val, &o->print_config, origin, err, errlen);
@@ -399,6 +420,13 @@ const struct optdef opts_defs[] = {
       "What a hung job does once its stacks are taken: restart (like a failure of the odd rank, while "
       "--max-restarts lasts) or stop (exit status 124) (default: restart). Without it, silence in a job that "
       "reports no steps only takes the stacks and warns; the job goes on (docs/hang.md).", "restart", 0 },
+    { "metrics-port", NULL, NULL, 1, s_set_metrics_port, "PORT",
+      "Serve Prometheus metrics (text format) at http://ADDR:PORT/metrics on this node: its workers, steps, GPU and "
+      "host gauges; the coordinator's node adds the job's restarts, incidents, lost time and goodput "
+      "(docs/metrics.md); 0 serves none (default: 0).", "0", 0 },
+    { "metrics-addr", NULL, NULL, 1, s_set_metrics_addr, "ADDR",
+      "The address --metrics-port listens on: 0.0.0.0 for every interface (default: 127.0.0.1).", "127.0.0.1",
+      0 },
     /* paddle.distributed.launch's own */
     { "run_mode", NULL, NULL, 1, opts_paddle_set_run_mode, "collective",
       "Paddle's run mode: collective (the only one plaunch runs; ps, ps-heter, rpc are refused).", NULL, 0 },
