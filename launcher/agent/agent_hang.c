@@ -25,6 +25,7 @@ struct agent_hang {
     int64_t tick_ms;
     struct ah_worker *w;
     int nw;
+    uint64_t first_step_ns;       /* this generation's first step report read here; 0 none yet */
 };
 
 /* ---- progress ---------------------------------------------------------------------------------------- */
@@ -52,6 +53,8 @@ static void s_read_progress(agent_hang_t *h, int i, uint64_t now)
     struct ah_worker *w = &h->w[i];
     if ((long long)v != w->step)
         w->step = (long long)v, w->step_ns = now;
+    if (!h->first_step_ns)
+        h->first_step_ns = now;
 }
 
 static int s_tick(loop_t *loop, int id, void *arg)
@@ -94,6 +97,12 @@ void agent_hang_generation(agent_hang_t *h)
         unlink(path);
         h->w[i].step = -1;
     }
+    h->first_step_ns = 0;
+}
+
+uint64_t agent_hang_first_step_ns(const agent_hang_t *h)
+{
+    return h ? h->first_step_ns : 0;
 }
 
 agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,

@@ -17,6 +17,8 @@ agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn s
                              size_t errlen);
 /* Before a generation's workers start: their progress files are emptied, their steps forgotten. */
 void agent_hang_generation(agent_hang_t *h);
+/* When this generation's first step report was read (at the watch's pace); 0 none yet, or no watch. */
+uint64_t agent_hang_first_step_ns(const agent_hang_t *h);
 void agent_hang_destroy(agent_hang_t **h);
 
 #endif

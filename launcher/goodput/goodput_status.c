@@ -269,3 +269,39 @@ size_t gp_status_text(const gp_t *g, uint64_t now_ns, int width, int rows, char 
     }
     return t.len;
 }
+
+size_t gp_status_line(const gp_t *g, uint64_t now_ns, int width, char *buf, size_t cap)
+{
+    struct gp_summary s;
+    char raw[512], step[64] = "", gp[32];
+    if (!cap)
+        return 0;
+    gp_summary(g, now_ns, &s);
+    long long lo = -1;
+    double rate = NAN;
+    for (int i = 0; i < g->nranks && i < g->world; i++) { /* the job is as far as its slowest rank */
+        const struct gp_rank *r = &g->ranks[i].r;
+        if (r->step >= 0 && (lo < 0 || r->step < lo))
+            lo = r->step, rate = r->step_rate;
+    }
+    if (lo >= 0)
+        snprintf(step, sizeof step, " | step %lld%s", lo, "");
+    if (lo >= 0 && !isnan(rate))
+        snprintf(step + strlen(step), sizeof step - strlen(step), " (%.2f/s)", rate);
+    s_fmt(gp, sizeof gp, s.goodput * 100, 1, " %");
+    const struct gp_incident *in = gp_incident_current(g);
+    int live = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        live += g->nodes[i].n.nranks > 0 && g->nodes[i].n.state != GP_NODE_LOST;
+    if (in)
+        snprintf(raw, sizeof raw, "plaunch: generation %u | %s (%s) | %.1f s | goodput %s", g->generation,
+                 gp_cause_name(in->cause), s_phase_now(in), gp_time(g, now_ns) - in->at[GP_DETECTED], gp);
+    else
+        snprintf(raw, sizeof raw, "plaunch: generation %u | %d rank%s on %d node%s | %s%s | goodput %s | %d incident%s",
+                 g->generation, g->world, g->world == 1 ? "" : "s", live, live == 1 ? "" : "s",
+                 g->end_t >= 0 ? "done" : "running", step, gp, s.nincidents, s.nincidents == 1 ? "" : "s");
+    size_t n = esc_term(buf, cap, raw, strlen(raw), 0);
+    if (width > 0 && n > (size_t)width)
+        buf[n = (size_t)width] = 0;
+    return n;
+}
