@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AN_TICK_MS 1000
+#define AN_TICK_MS 200 /* a look at a few workers in memory; a message only when something is new */
 #define AN_GPU_MS 10000 /* GPU figures at most this often: 16,384 nodes send 1,600 a second */
 
 struct agent_node {

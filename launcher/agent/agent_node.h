@@ -14,7 +14,7 @@
 typedef struct agent_node agent_node_t;
 typedef void (*agent_node_send_fn)(void *arg, const char *kind, const char *json, size_t len);
 
-/* Ticks once a second (no file, no message unless something is new). NULL when out of memory. */
+/* Ticks every 200 ms (no file, no message unless something is new). NULL when out of memory. */
 agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, agent_hang_t *hang, loop_t *loop,
                              agent_node_send_fn send, void *arg);
 /* A generation starts (before its workers spawn): what was sent is forgotten. */
