@@ -4,7 +4,7 @@
 # a Goodput block whose numbers are the ledger's. Then a node lost from a 2-node elastic job (network namespaces):
 # one node-loss incident, every phase through the survivors' first progress.
 . "$(dirname "$0")/lib.sh"
-plan 21
+plan 24
 
 export OUTDIR=$T
 # Steps every 0.1 s; generation 1 resumes from a "checkpoint" at step 10; rank 1 fails after step 15 of generation 0.
@@ -74,6 +74,14 @@ is "$(printf '%s\n' "$blk" | sed -n 's/.*steps lost to restarts: \([0-9]*\).*/\1
 like "$blk" "incident 0  worker-failure rank 1 node 0 \([^)]*\) exit 3, generation 0" "the incident is named with its cause"
 is "$(jq -r '.state + " " + (.generation|tostring) + " " + (.restarts|tostring)' log/status.json)" "done 1 1" \
     "the last status.json says the job is done, in generation 1 after 1 restart"
+
+# plaunch report: the same block in its text, the ledger in its JSON, a Goodput section in its HTML
+rep=$("$PLAUNCH" report log 2>&1)
+is "$(printf '%s\n' "$rep" | sed -n '/===== goodput/,/steps lost/p')" "$blk" "plaunch report prints the same Goodput block"
+is "$("$PLAUNCH" report log --json - | jq -r '[.goodput.goodput, .goodput.wall_s, (.goodput.incident_records | length)] | map(tostring) | join(" ")')" \
+    "$(jq -rs '.[1].goodput, .[1].wall_s, 1' $L | tr '\n' ' ' | sed 's/ $//')" "plaunch report --json carries the ledger's summary and incident"
+like "$("$PLAUNCH" report log --html - | tr '\n' ' ')" "<h2>Goodput</h2> <pre id=\"goodput\">plaunch: ===== goodput" \
+    "plaunch report --html has a Goodput section"
 
 # A node lost: 2 nodes in network namespaces, elastic 1:2; node 2's plaunch killed during generation 0.
 . "$PLAUNCH_SRC/scripts/netns.sh"
