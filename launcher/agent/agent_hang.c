@@ -31,6 +31,7 @@ struct agent_hang {
     int64_t tick_ms;
     struct ah_worker *w;
     int nw;
+    uint64_t first_step_ns;       /* this generation's first step report read here; 0 none yet */
 };
 
 /* ---- progress ---------------------------------------------------------------------------------------- */
@@ -64,6 +65,8 @@ static void s_read_progress(agent_hang_t *h, int i, uint64_t now)
         w->rate = (double)(w->step - w->win_step) * 1e9 / (double)(now - w->win_ns);
         w->win_step = w->step, w->win_ns = now;
     }
+    if (!h->first_step_ns)
+        h->first_step_ns = now;
 }
 
 int agent_hang_step(agent_hang_t *h, int local_rank, long long *step, double *rate)
@@ -122,6 +125,12 @@ void agent_hang_generation(agent_hang_t *h)
         h->w[i].step = h->w[i].win_step = -1;
         h->w[i].rate = -1;
     }
+    h->first_step_ns = 0;
+}
+
+uint64_t agent_hang_first_step_ns(const agent_hang_t *h)
+{
+    return h ? h->first_step_ns : 0;
 }
 
 agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,

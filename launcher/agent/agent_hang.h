@@ -22,6 +22,8 @@ void agent_hang_generation(agent_hang_t *h);
  * the latest window of 5 s or more (-1 before the first window closed); 0, or -1 when it reported none (or h is
  * NULL: --hang-timeout 0). */
 int agent_hang_step(agent_hang_t *h, int local_rank, long long *step, double *rate);
+/* When this generation's first step report was read (at the watch's pace); 0 none yet, or no watch. */
+uint64_t agent_hang_first_step_ns(const agent_hang_t *h);
 void agent_hang_destroy(agent_hang_t **h);
 
 #endif

@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AN_TICK_MS 1000
+#define AN_TICK_MS 200 /* a look at a few workers in memory; a message only when something is new */
 #define AN_GPU_MS 10000 /* GPU figures at most this often: 16,384 nodes send 1,600 a second */
 
 struct agent_node {
     struct job *job;
     agent_mon_t *mon;
+    agent_hang_t *hang;
     loop_t *loop;
     agent_node_send_fn send;
     void *arg;
@@ -49,6 +50,9 @@ static int s_tick(loop_t *loop, int id, void *arg)
         if (w->first_out_ns && (!first || w->first_out_ns < first))
             first = w->first_out_ns;
     }
+    uint64_t step = agent_hang_first_step_ns(n->hang); /* a rank that reports steps but writes nothing */
+    if (step >= n->gen_ns && (!first || step < first))
+        first = step;
     int new_started = all && !n->sent_started, new_progress = first && !n->sent_progress;
     int gpu_due = n->mon && now - n->gpu_sent_ns >= (uint64_t)AN_GPU_MS * 1000000u;
     if (!new_started && !new_progress && !gpu_due)
@@ -87,12 +91,13 @@ static int s_tick(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, loop_t *loop, agent_node_send_fn send, void *arg)
+agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, agent_hang_t *hang, loop_t *loop,
+                             agent_node_send_fn send, void *arg)
 {
     agent_node_t *n = calloc(1, sizeof *n);
     if (!n)
         return NULL;
-    *n = (struct agent_node){ .job = job, .mon = mon, .loop = loop, .send = send, .arg = arg };
+    *n = (struct agent_node){ .job = job, .mon = mon, .hang = hang, .loop = loop, .send = send, .arg = arg };
     n->gen_ns = loop_now_ns();
     n->gpu_sent_ns = n->gen_ns;
     n->timer = loop_timer_after_ms(loop, AN_TICK_MS, s_tick, n);

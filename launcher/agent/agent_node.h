@@ -1,11 +1,12 @@
 /* agent_node: this node's share of the live view and of the goodput ledger: REPORT NODE_STATE to the coordinator when
  * the generation's workers have all started, at their first output, and every AN_GPU_MS with the monitor's GPU
- * figures (docs/goodput.md). A floor below agent.c; calls agent_mon.c, job, common. */
+ * figures (docs/goodput.md). A floor below agent.c; calls agent_mon.c, agent_hang.c, job, common. */
 #ifndef PLAUNCH_AGENT_NODE_H
 #define PLAUNCH_AGENT_NODE_H
 
 #include <stddef.h>
 
+#include "agent_hang.h"
 #include "agent_mon.h"
 #include "job.h"
 #include "loop.h"
@@ -14,8 +15,9 @@
 typedef struct agent_node agent_node_t;
 typedef void (*agent_node_send_fn)(void *arg, wire_report_t kind, void *body);
 
-/* Ticks once a second (no file, no message unless something is new). NULL when out of memory. */
-agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, loop_t *loop, agent_node_send_fn send, void *arg);
+/* Ticks every 200 ms (no file, no message unless something is new). NULL when out of memory. */
+agent_node_t *agent_node_new(struct job *job, agent_mon_t *mon, agent_hang_t *hang, loop_t *loop,
+                             agent_node_send_fn send, void *arg);
 /* A generation starts (before its workers spawn): what was sent is forgotten. */
 void agent_node_generation(agent_node_t *n);
 void agent_node_destroy(agent_node_t **n);
