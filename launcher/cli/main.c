@@ -22,6 +22,7 @@
 #include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
+#include "jobworkers.h"
 #include "log.h"
 #include "loop.h"
 #include "mon_sampler.h"
@@ -32,6 +33,7 @@
 #include "sentinel.h"
 #include "spawn_worker.h"
 #include "supervise.h"
+#include "topo.h"
 #include "wenv.h"
 
 extern char **environ;
@@ -119,6 +121,29 @@ static int s_setup_failed(struct job *job, int code, const char *err)
     return code;
 }
 
+/* --print-binding: the node's workers and the plan, without the log directory or anything else of a run. */
+static int s_print_binding(const struct opts *o)
+{
+    static struct job job;
+    char err[2048], line[1024];
+    job.opt = *o;
+    if (gethostname(job.hostname, sizeof job.hostname - 1) < 0)
+        snprintf(job.hostname, sizeof job.hostname, "localhost");
+    if (jobworkers_setup(&job, o, environ, err, sizeof err) < 0 || jobsetup_binding(&job, err, sizeof err) < 0) {
+        jobsetup_fini(&job);
+        return s_usage_error(err);
+    }
+    int multi = o->nnodes > 1 || o->master[0];
+    printf("binding of %d %s worker%s on %s: %s\n", job.nworkers, job.gpu_mode ? "GPU" : "CPU",
+           job.nworkers == 1 ? "" : "s", job.hostname, job.bind.note);
+    for (int i = 0; i < job.nworkers; i++) {
+        topo_plan_line(&job.bind, i, multi ? -1 : i, line, sizeof line);
+        printf("%s\n", line);
+    }
+    jobsetup_fini(&job);
+    return 0;
+}
+
 static int s_run(int argc, char **argv)
 {
     static struct opts o;
@@ -132,6 +157,8 @@ static int s_run(int argc, char **argv)
         opts_print_config(&o, stdout);
         return 0;
     }
+    if (o.print_binding)
+        return s_print_binding(&o);
     if (o.sched_note[0] && !o.quiet)
         fprintf(stderr, "plaunch: note: %s\n", o.sched_note);
     if (o.paddle_note[0])
@@ -173,6 +200,12 @@ static int s_run(int argc, char **argv)
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.job_id,
              job.nworkers, job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", job.hostname,
              o.prog_argv[0], job.log_dir);
+    log_info("binding: %s", job.bind.note);
+    for (int i = 0; i < job.bind.n; i++) {
+        char line[1024];
+        topo_plan_line(&job.bind, i, job.multi ? -1 : job.workers[i].rank, line, sizeof line);
+        log_info("binding: %s", line);
+    }
     if (!o.quiet && job.multi && o.nnodes == 1)
         fprintf(stderr, "plaunch: %d %s worker%s in a one-node job (coordinator %s), logs in %s\n", job.nworkers,
                 job.gpu_mode ? "GPU" : "CPU", job.nworkers == 1 ? "" : "s", o.master, job.log_dir);

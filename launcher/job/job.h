@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "opts.h"
+#include "topo.h"
 
 enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
 
@@ -74,6 +75,7 @@ struct job {
     char agent_endpoint[PATH_MAX + 32]; /* PLAUNCH_AGENT */
     char **base_env;           /* inherited environment minus the variables plaunch sets */
     int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
+    struct topo_plan bind;     /* where each worker runs (jobsetup, once); bind.w[i] is workers[i]'s */
 };
 
 #endif

@@ -228,7 +228,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (jobworkers_setup(job, o, envp, err, errlen) < 0)
         return -1;
     job->world_size = job->nworkers;
-    if (jobsetup_tee(job, o, err, errlen) < 0)
+    if (jobsetup_tee(job, o, err, errlen) < 0 || jobsetup_binding(job, err, errlen) < 0)
         return -1;
 
     struct stat st;
@@ -259,8 +259,28 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     return 0;
 }
 
+int jobsetup_binding(struct job *job, char *err, size_t errlen)
+{
+    char (*gpus)[64] = NULL;
+    if (job->gpu_mode) {
+        gpus = calloc((size_t)job->nworkers, sizeof *gpus);
+        if (!gpus) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (int i = 0; i < job->nworkers; i++)
+            memcpy(gpus[i], job->workers[i].gpu, sizeof gpus[i]);
+    }
+    struct topo_input in = { .mode = job->opt.cpu_bind, .list = job->opt.cpu_bind_list, .n = job->nworkers,
+                             .gpus = (const char (*)[64])gpus };
+    int rc = topo_plan_build(&in, &job->bind, err, errlen);
+    free(gpus);
+    return rc;
+}
+
 void jobsetup_fini(struct job *job)
 {
+    topo_plan_free(&job->bind);
     if (job->run_dir[0]) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/agent", job->run_dir);

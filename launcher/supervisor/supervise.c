@@ -83,8 +83,7 @@ static int s_start_generation(struct sup *s)
     if (!job->multi && wenv_pick_ports(job) < 0)
         return -1;
     if (!job->multi) /* the ports of this generation are known only now: the ASSIGN's line could not say them */
-        log_info("generation %d: MASTER_ADDR=%s MASTER_PORT=%d", job->generation, job->master_addr,
-                 job->master_port);
+        log_info("generation %d: MASTER_ADDR=%s MASTER_PORT=%d", job->generation, job->master_addr, job->master_port);
     s->first_status = -1;
     if (s->ctl->gen_start)
         s->ctl->gen_start(s->ctl->arg, job);
@@ -96,9 +95,10 @@ static int s_start_generation(struct sup *s)
             log_error("cannot build the environment of rank %d: %s", w->rank, strerror(errno));
             return -1;
         }
-        /* A worker the console shows gets a pipe for its stderr, which goes to plaunch's stderr; one that is only
-         * logged keeps one pipe, so its workerlog has its writes in their exact order. */
-        w->pid = spawn_process(job->opt.prog_argv, envp, &w->out_fd, w->tee ? &w->err_fd : NULL, &w->exec_fd);
+        /* A worker the console shows gets a pipe for its stderr (to plaunch's stderr); one only logged keeps one
+         * pipe, so its workerlog has its writes in their exact order. Its CPUs: the plan's, made once (jobsetup). */
+        w->pid = spawn_process(job->opt.prog_argv, envp, i < job->bind.n ? &job->bind.w[i] : NULL, &w->out_fd,
+                               w->tee ? &w->err_fd : NULL, &w->exec_fd);
         int e = errno;
         free(envp);
         if (w->pid < 0) {

@@ -59,7 +59,8 @@ const char *topo_mode_name(int mode);
  * names no CPU the launcher may use, a topology hwloc cannot read). */
 int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *err, size_t errlen);
 void topo_plan_free(struct topo_plan *plan);
-/* One line of the plan: "rank R: GPU 3 (0000:4e:00.0), NUMA 0, CPUs 0-15, OMP_NUM_THREADS 8: GPU locality". */
+/* One line of the plan: "rank R: GPU 3 (0000:4e:00.0), NUMA 0, CPUs 0-15, 8 cores: GPU locality (numa)";
+ * rank < 0 (not known yet: multi-node before the coordinator's ASSIGN) names the local rank. */
 void topo_plan_line(const struct topo_plan *plan, int i, int rank, char *buf, size_t cap);
 
 /* CPU lists as Linux writes them ("0-3,8"): parse (each CPU < CPU_SETSIZE) and format. */

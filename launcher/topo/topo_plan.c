@@ -441,6 +441,8 @@ void topo_plan_line(const struct topo_plan *plan, int i, int rank, char *buf, si
         snprintf(gpu, sizeof gpu, "CPU worker");
     if (b->apply)
         snprintf(omp, sizeof omp, ", %d core%s", b->ncores, b->ncores == 1 ? "" : "s");
-    snprintf(buf, cap, "rank %d: %s, NUMA %s, CPUs %s%s%s: %s", rank, gpu, b->numa, cpus, omp,
-             b->apply ? "" : " (not bound)", b->why);
+    char who[32];
+    snprintf(who, sizeof who, rank < 0 ? "local rank %d" : "rank %d", rank < 0 ? b->local_rank : rank);
+    snprintf(buf, cap, "%s: %s, NUMA %s, CPUs %s%s%s: %s", who, gpu, b->numa, cpus, omp, b->apply ? "" : " (not bound)",
+             b->why);
 }
