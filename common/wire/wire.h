@@ -28,6 +28,7 @@
 #define WIRE_NCCL_ID_BYTES   128
 #define WIRE_MAX_TEXT        1024        /* REFUSE/STOP text, one log line */
 #define WIRE_MAX_LOG_LINES   64
+#define WIRE_MAX_PREFLIGHT   16          /* JOIN's preflight findings (launcher/preflight/preflight.h PF_MAX) */
 #define WIRE_MAX_KIND        64
 #define WIRE_MAX_REPORT      (256u << 10)
 #define WIRE_MAX_RESTARTS    100000

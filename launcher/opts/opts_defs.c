@@ -9,7 +9,6 @@
 
 #include "gpus.h"
 #include "idlist.h"
-#include "topo.h"
 
 #define s_copy opts_copy
 
@@ -242,43 +241,6 @@ static int s_set_monitor_config(struct opts *o, const char *val, const char *ori
     return s_copy(o->monitor_config, sizeof o->monitor_config, val, origin, err, errlen);
 }
 
-static int s_set_preflight(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (strcmp(val, "warn") && strcmp(val, "on") && strcmp(val, "strict") && strcmp(val, "off")) {
-        snprintf(err, errlen, "%s '%s': expected warn (report findings; also spelled on), strict (refuse to start on "
-                 "any) or off", origin, val);
-        return -1;
-    }
-    return s_copy(o->preflight, sizeof o->preflight, strcmp(val, "on") == 0 ? "warn" : val, origin, err, errlen);
-}
-
-/* --cpu-bind (plaunch's words) and --numa-binding (torchrun's) set one mode: the last one given wins. */
-static int s_set_bind(struct opts *o, const char *val, int torch, const char *origin, char *err, size_t errlen)
-{
-    char why[300];
-    if (topo_mode_parse(val, torch, &o->cpu_bind, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s '%.200s': %s", origin, val, why);
-        return -1;
-    }
-    return s_copy(o->cpu_bind_list, sizeof o->cpu_bind_list, o->cpu_bind == TOPO_LIST ? val + 5 : "", origin, err,
-                  errlen);
-}
-
-static int s_set_cpu_bind(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_set_bind(o, val, 0, origin, err, errlen);
-}
-
-static int s_set_numa_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_set_bind(o, val, 1, origin, err, errlen);
-}
-
-static int s_set_print_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return opts_parse_bool(val, &o->print_binding, origin, err, errlen);
-}
-
 static int s_set_hang_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     if (strcmp(val, "0") == 0) {
@@ -415,22 +377,28 @@ const struct optdef opts_defs[] = {
     { "monitor-config", NULL, NULL, 1, s_set_monitor_config, "FILE",
       "The health diagnosis thresholds ([monitor] section; see conf/monitor.ini for the keys and defaults).", NULL,
       0 },
-    { "preflight", NULL, NULL, 1, s_set_preflight, "warn|strict|off",
+    { "preflight", NULL, NULL, 1, opts_node_set_preflight, "warn|strict|off",
       "Node and GPU checks before any worker starts: /dev/shm smaller than the workers need, the locked-memory "
       "limit where InfiniBand is, a CUDA runtime newer than the driver, CUDA_VISIBLE_DEVICES or NCCL/GLOO_SOCKET_IFNAME "
       "naming what is not there, a memory cgroup below what the workers used; the GPUs exist and answer (retired "
       "pages, row remaps, ECC errors, other processes on them). One line per finding in plaunch.log and the Health "
       "block; strict refuses to start on any (exit status 2) (default: warn; on is warn).", "warn", 0 },
-    { "cpu-bind", NULL, NULL, 1, s_set_cpu_bind, "MODE",
+    { "preflight-shm", NULL, NULL, 1, opts_node_set_preflight_shm, "SIZE[,SIZE]",
+      "The /dev/shm a GPU worker and a CPU worker need, for the preflight (default: 1G,256M).", "1G,256M", 0 },
+    { "gpu-release-wait", NULL, NULL, 1, opts_node_set_gpu_release_wait, "SECONDS",
+      "Before a restarted generation starts, wait at most this long until the last generation's processes hold no "
+      "more GPU memory (NVML's process list), so that the new workers do not run out of memory at start; the wait "
+      "is logged with its length; 0 turns it off (default: 30).", "30", 0 },
+    { "cpu-bind", NULL, NULL, 1, opts_node_set_cpu_bind, "MODE",
       "Where each worker runs (docs/performance.md): numa (every CPU of its GPU's NUMA node), socket, cores (the "
       "node's cores split between its GPUs), core-complex (one last-level cache's cores), list:CPUS:CPUS:... (local "
       "rank i on the i-th list), none, or auto (default: numa where the machine has several NUMA nodes and plaunch "
       "was not started bound; CPU workers and GPUs without locality get an even split). Memory is preferred on the "
       "same NUMA nodes; OMP_NUM_THREADS is the worker's core count unless set.", "auto", 0 },
-    { "numa-binding", "numa_binding", NULL, 1, s_set_numa_binding, "node|socket|exclusive|core-complex",
+    { "numa-binding", "numa_binding", NULL, 1, opts_node_set_numa_binding, "node|socket|exclusive|core-complex",
       "torchrun's spelling of --cpu-bind: node is numa, exclusive is cores; socket and core-complex alike.", NULL,
       0 },
-    { "print-binding", NULL, NULL, 0, s_set_print_binding, NULL,
+    { "print-binding", NULL, NULL, 0, opts_node_set_print_binding, NULL,
       "Print each worker's GPU (bus id), NUMA node, CPUs and why, then exit without starting anything.", NULL, 0 },
     { "hang-timeout", NULL, NULL, 1, s_set_hang_timeout, "SECONDS",
       "The job is hung when no rank progressed (wrote output or reported a step: PLAUNCH_PROGRESS_FILE, "
