@@ -8,7 +8,7 @@
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
     echo "1..0 # SKIP mount namespaces need root"; exit 0
 fi
-plan 14
+plan 17
 
 # small CMD...: CMD in a new mount namespace whose /dev/shm is a 64 MiB tmpfs.
 small() { unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"' sh "$@"; }
@@ -41,6 +41,26 @@ like "$(cat "$T/l6/plaunch.log")" "NCCL_SOCKET_IFNAME=nosuch names no interface 
 GLOO_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=^docker timeout -k 5 60 "$PLAUNCH" --preflight strict --nproc-per-node 1 \
     --log-dir "$T/l7" true 2>"$T/.err"
 is "$?" 0 "an interface that is up, and an exclusion list: no finding"
+
+# The GPU memory wait of a restart, through the sampler's NVML (the stand-in tests/bb/fake_nvml.c): generation 0
+# fails; a dead process that NVML still lists holds GPU 0 until --gpu-release-wait, then generation 1 starts anyway;
+# with the GPU free, generation 1 starts at the first look. Both waits are logged with their length.
+FAKE=$T/libfake_nvml.so
+cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
+gpuwait() { # gpuwait LOGDIR SCRIPT-LINE
+    echo "$2" >"$T/nvml.txt"
+    CUDA_VISIBLE_DEVICES=0 PLAUNCH_NVML_LIBRARY=$FAKE FAKE_NVML_SCRIPT=$T/nvml.txt timeout -k 5 60 "$PLAUNCH" \
+        --gpus all --max-restarts 1 --gpu-release-wait 1 --log-dir "$1" sh -c '[ "$PLAUNCH_GENERATION" = 1 ]' \
+        >"$T/.out" 2>"$T/.err"
+    rc=$?
+}
+gpuwait "$T/w1" "gpu 0 proc=999999:2048 mem_used=2100 mem_total=81000"
+is "$rc" 0 "GPU held by a dead process: the restart waits, then starts anyway (exit 0 in generation 1)"
+like "$(cat "$T/w1/plaunch.log")" "gpu-wait: generation 1: after 1\.[0-9]+ s \(--gpu-release-wait 1\) the GPUs still hold 2048 MiB of the last generation \(GPU 0: pid 999999 \(exited\), 2048 MiB\)" \
+    "... the wait is logged with its length and what held the GPU"
+gpuwait "$T/w2" "gpu 0 proc=- mem_used=10 mem_total=81000"
+like "$(cat "$T/w2/plaunch.log")" "gpu-wait: generation 1: the GPUs hold no memory of the last generation after 0\.[0-9]+ s \(1 look\)" \
+    "GPU free: the restart goes on at the first look, logged"
 
 # Two nodes: node 2's /dev/shm is small; its finding travels in JOIN to the coordinator's Health block on node 1.
 . "$PLAUNCH_SRC/scripts/netns.sh"
