@@ -382,7 +382,7 @@ const struct optdef opts_defs[] = {
       "limit where InfiniBand is, a CUDA runtime newer than the driver, CUDA_VISIBLE_DEVICES or NCCL/GLOO_SOCKET_IFNAME "
       "naming what is not there, a memory cgroup below what the workers used; the GPUs exist and answer (retired "
       "pages, row remaps, ECC errors, other processes on them). One line per finding in plaunch.log and the Health "
-      "block; strict refuses to start on any (exit status 2) (default: warn; on is warn).", "warn", 0 },
+      "block; strict refuses to start on any (exit status 2; 125 for a GPU's) (default: warn; on is warn).", "warn", 0 },
     { "preflight-shm", NULL, NULL, 1, opts_node_set_preflight_shm, "SIZE[,SIZE]",
       "The /dev/shm a GPU worker and a CPU worker need, for the preflight (default: 1G,256M).", "1G,256M", 0 },
     { "gpu-release-wait", NULL, NULL, 1, opts_node_set_gpu_release_wait, "SECONDS",

@@ -400,7 +400,8 @@ int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *e
     } else if (hwloc_topology_init(&c.t) < 0) {
         snprintf(err, errlen, "hwloc cannot start");
         c.t = NULL;
-    } else if (hwloc_topology_set_io_types_filter(c.t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) < 0 ||
+    } else if (hwloc_topology_set_io_types_filter(c.t, in->gpus ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT
+                                                                 : HWLOC_TYPE_FILTER_KEEP_NONE) < 0 ||
                hwloc_topology_load(c.t) < 0) {
         snprintf(err, errlen, "hwloc cannot read the topology%s%s; give --cpu-bind none to run unbound",
                  xml && *xml ? " of HWLOC_XMLFILE=" : "", xml && *xml ? xml : "");
