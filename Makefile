@@ -23,7 +23,7 @@ SANFLAGS :=
 endif
 
 CC       ?= cc
-PKGS     := libzmq inih openssl jansson libprotobuf-c
+PKGS     := libzmq inih openssl jansson libprotobuf-c hwloc
 # Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
 # host without elfutils are not affected; --metrics-port loads libmicrohttpd.so.12 at run time
 # (launcher/metrics/metrics_http.c): its archive would drag GnuTLS and p11-kit (no static library) into the binary.
@@ -63,12 +63,13 @@ PL_LDLIBS   := $(PKG_LIBS) -ldl -lm
 COMPILE      = $(CC) $(PL_CPPFLAGS) $(CPPFLAGS) $(PL_CFLAGS) $(CFLAGS)
 LINK         = $(CC) $(PL_CFLAGS) $(CFLAGS) $(PL_LDFLAGS) $(LDFLAGS)
 
-# The plaunch binary links OpenSSL, jansson, protobuf-c and inih statically where their archives exist: the
+# The plaunch binary links OpenSSL, jansson, protobuf-c, inih and hwloc statically where their archives exist: the
 # dynamic loader's relocations of libcrypto alone cost ~0.5 MiB of RSS and ~1.7 ms per start (docs/benchmarks.md).
-STATIC_DEPS := ssl crypto jansson protobuf-c inih
+# libhwloc.a needs libudev, which Debian ships shared only (it needs nothing but libc).
+STATIC_DEPS := ssl crypto jansson protobuf-c inih hwloc
 STATIC_OK   := $(if $(filter 0,$(SAN)),$(if $(filter 1,$(STATIC)),$(if $(strip $(foreach l,$(STATIC_DEPS),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,x))),,1)))
 STATIC_LINK := -Wl,--gc-sections -Wl,-Bstatic $(addprefix -l,$(STATIC_DEPS)) -Wl,-Bdynamic \
-               $(shell pkg-config --libs libzmq 2>/dev/null) -ldl -lm -lpthread
+               $(shell pkg-config --libs libzmq 2>/dev/null) -ludev -ldl -lm -lpthread
 PLAUNCH_LDLIBS = $(if $(STATIC_OK),$(STATIC_LINK),$(PL_LDLIBS))
 
 # CUDA / NCCL: found through nvcc on PATH (or CUDA_HOME) and an nccl.h beside it or in NCCL_HOME.

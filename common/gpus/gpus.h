@@ -23,4 +23,13 @@ int gpus_visible_none(const char *value);
  * Each entry is copied into entries[i] (at most entry_len bytes). */
 int gpus_split_visible(const char *value, char entries[][64], int max, char *err, size_t errlen);
 
+/* Whether a CUDA runtime can run on a driver, both as CUDA's numbers (12040 is 12.4; 0 unknown): 0 yes (or unknown),
+ * 1 no (a newer major: every call fails), 2 a newer minor (minor-version compatibility, with limits); why gets the
+ * sentence ("" for 0). */
+int gpus_cuda_mismatch(int driver, int runtime, char *why, size_t cap);
+/* The newest CUDA runtime (libcudart.so.X.Y...) in the directories of an LD_LIBRARY_PATH value, as CUDA's number, 0
+ * when none; a directory holding libcuda.so.1 (cuda-compat: the runtime brings its own driver library) is skipped.
+ * where gets the library's path. */
+int gpus_cudart_version(const char *ld_library_path, char *where, size_t cap);
+
 #endif

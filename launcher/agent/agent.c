@@ -232,7 +232,7 @@ static void s_preflight_done(void *arg, int code)
 {
     agent_t *ac = arg;
     ac->preflight_pending = 0;
-    if (code) {
+    if (code || (code = agent_preflight_node(ac)) != 0) { /* the node's checks, once the driver's CUDA is known */
         agent_proto_finish(ac, code);
     } else if (ac->join_waiting) {
         ac->join_waiting = 0;
@@ -293,6 +293,11 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
     }
     agent_metrics_start(ac);
     ac->preflight_pending = agent_mon_preflight(ac->mon, s_preflight_done, ac);
+    int pf = ac->preflight_pending ? 0 : agent_preflight_node(ac);
+    if (pf) { /* --preflight strict and a finding: nothing starts */
+        agent_proto_finish(ac, pf);
+        return 0;
+    }
     heartbeat_init(&ac->hb, ac->job->opt.heartbeat, ac->job->opt.heartbeat_timeout);
     if (ac->job->node.multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
@@ -376,7 +381,7 @@ static void s_gen_over(void *arg, const struct job *job, int code)
         return;
     if (ac->stop_reason == PLAUNCH__STOP__REASON__RESTART) {
         agent_proto_set_state(ac, AC_VERDICT);
-        agent_proto_send_join(ac);
+        agent_preflight_restart(ac); /* the JOIN, once the GPUs are free (bounded) */
     } else if (ac->stop_reason || code == 0) {
         agent_proto_send_bye(ac, code);
     } else {
@@ -395,6 +400,7 @@ static void s_stop_signal(void *arg, int sig)
 
 void agent_stop(agent_t *ac)
 {
+    agent_preflight_stop(ac);
     if (ac->hb_timer > 0)
         loop_timer_cancel(ac->loop, ac->hb_timer);
     if (ac->state_timer > 0)

@@ -21,5 +21,9 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop);
 /* After the loop and supervise_end: takes the agent's handlers out of the loop and closes what it opened. */
 void agent_stop(agent_t *ac);
 void agent_destroy(agent_t **ac);
+/* The GPU memory wait of the last restart (generation, start, length, what held the GPUs: for the incident
+ * timeline; pf_gpuwait_seconds gives its length), NULL when no restart waited. */
+struct pf_gpuwait;
+const struct pf_gpuwait *agent_gpuwait_last(const agent_t *ac);
 
 #endif

@@ -126,7 +126,7 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
         if (ac->end_wait_sig && st->reason == PLAUNCH__STOP__REASON__RESTART)
             agent_proto_end_by_signal(ac, ac->end_wait_sig);
         else if (st->reason == PLAUNCH__STOP__REASON__RESTART)
-            agent_proto_send_join(ac);
+            agent_preflight_restart(ac);
         else if (ac->st == AC_VERDICT)
             agent_proto_send_bye(ac, ac->last_code);
         break;

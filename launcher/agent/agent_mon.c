@@ -53,6 +53,11 @@ struct agent_mon {
     int preflight;             /* 1 while its answer is awaited */
     int preflight_timer;
     char cuda_driver[32];
+    /* the GPU memory wait's process query (agent_preflight.c) */
+    void (*procs_done)(void *arg, const char *lines, int n, int ok);
+    void *procs_arg;
+    int procs;                 /* 1 while its answer is awaited */
+    double rss_peak_mib;       /* the largest sum of the ranks' RSS in one round since the last reset */
 };
 
 static void s_drop_sampler(agent_mon_t *m)
@@ -125,6 +130,11 @@ static void s_csv_write(agent_mon_t *m, const char *line, size_t len)
 static void s_take(agent_mon_t *m, int n)
 {
     char line[MON_CSV_LINE_MAX];
+    double rss = 0;
+    for (int i = 0; i < n; i++)
+        rss += m->buf[i].rss_mib > 0 ? m->buf[i].rss_mib : 0;
+    if (rss > m->rss_peak_mib)
+        m->rss_peak_mib = rss;
     for (int i = 0; i < n; i++) {
         const struct mon_sample *s = &m->buf[i];
         int k = s->local_rank;
@@ -175,7 +185,7 @@ static void s_preflight_answer(agent_mon_t *m)
         log_warn("preflight: %s", lines);
     if (strict && n > 0)
         log_error("--preflight strict: %d finding%s on %s; not starting (exit status 125: run the job on other "
-                  "nodes, or --preflight on to start anyway)", n, n == 1 ? "" : "s", m->job->node.hostname);
+                  "nodes, or --preflight warn to start anyway)", n, n == 1 ? "" : "s", m->job->node.hostname);
     m->done(m->done_arg, strict && n > 0 ? 125 : 0);
 }
 
@@ -194,6 +204,10 @@ static int s_on_answer(loop_t *loop, int fd, void *sock, short revents, void *ar
         s_drop_sampler(m);
         if (m->preflight)
             s_preflight_answer_lost(m);
+        if (m->procs) {
+            m->procs = 0;
+            m->procs_done(m->procs_arg, NULL, 0, 0);
+        }
         return 0;
     }
     m->outstanding = 0;
@@ -201,10 +215,17 @@ static int s_on_answer(loop_t *loop, int fd, void *sock, short revents, void *ar
         m->noted = 1;
         log_info("monitor: %s", mon_sampler_note(m->sampler));
     }
-    if (m->preflight)
+    if (m->preflight) {
         s_preflight_answer(m);
-    else
+    } else if (m->procs) {
+        int lines = 0, ok = 0;
+        char cuda[32];
+        const char *text = mon_sampler_preflight(m->sampler, &lines, cuda, sizeof cuda, &ok);
+        m->procs = 0;
+        m->procs_done(m->procs_arg, text, lines, ok);
+    } else {
         s_take(m, n);
+    }
     return 0;
 }
 
@@ -224,7 +245,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
     struct job *job = m->job;
     uint64_t now = loop_now_ns();
     m->timer = loop_timer_after_ms(loop, m->interval_ms, s_tick, m);
-    if (m->broken || m->preflight)
+    if (m->broken || m->preflight || m->procs)
         return 0;
     if (m->outstanding) {
         int64_t limit = 3 * m->interval_ms > SAMPLE_DEADLINE_MIN_MS ? 3 * m->interval_ms : SAMPLE_DEADLINE_MIN_MS;
@@ -309,6 +330,37 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
     m->preflight = 1;
     m->preflight_timer = loop_timer_after_ms(m->loop, PREFLIGHT_DEADLINE_MS, s_on_preflight_deadline, m);
     return 1;
+}
+
+int agent_mon_gpu_procs(agent_mon_t *m, void (*done)(void *arg, const char *lines, int n, int ok), void *arg)
+{
+    static const char *gpus[MON_TARGETS_MAX];
+    struct job *job = m ? m->job : NULL;
+    if (!m || !job->node.gpu_mode || !m->use_nvml || m->broken || m->preflight || m->procs || m->outstanding ||
+        s_start_sampler(m) < 0)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++)
+        gpus[n++] = job->workers[i].gpu;
+    if (mon_sampler_request_procs(m->sampler, gpus, n) < 0)
+        return 0;
+    m->procs_done = done;
+    m->procs_arg = arg;
+    m->procs = 1;
+    return 1;
+}
+
+int agent_mon_can_ask_gpus(const agent_mon_t *m)
+{
+    return m && m->job->node.gpu_mode && m->use_nvml && !m->broken;
+}
+
+double agent_mon_rss_peak_mib(agent_mon_t *m, int reset)
+{
+    double v = m ? m->rss_peak_mib : 0;
+    if (m && reset)
+        m->rss_peak_mib = 0;
+    return v;
 }
 
 char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes)

@@ -23,6 +23,14 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
 /* This node's rank summaries as JSON for the coordinator (REPORT HEALTH), at most max_bytes (fewer ranks, with
  * a warning, past it), malloc'ed; NULL when there is nothing (no sample yet) or out of memory. */
 char *agent_mon_health_json(agent_mon_t *m, size_t max_bytes);
+/* The GPU memory wait's query: the compute processes on the job's GPUs, asked of the sampler; done(arg, lines, n,
+ * ok) from the loop with n lines "ENTRY PID USED_MIB" (ok 0: no answer, the sampler died). Returns 1 when done
+ * will be called, 0 when it cannot ask now (busy with another request: ask again later; or no NVML). */
+int agent_mon_gpu_procs(agent_mon_t *m, void (*done)(void *arg, const char *lines, int n, int ok), void *arg);
+/* Whether NVML can be asked at all on this node (GPU mode, NVML loaded, the sampler alive). */
+int agent_mon_can_ask_gpus(const agent_mon_t *m);
+/* The most memory (MiB) the ranks' processes held together in one sampling round since the last reset. */
+double agent_mon_rss_peak_mib(agent_mon_t *m, int reset);
 /* The driver's CUDA version from the preflight ("12.4"), "" when unknown. */
 const char *agent_mon_cuda_driver(const agent_mon_t *m);
 /* The latest sample of a local rank in generation (the live view: GPU utilisation and memory); 1, or 0 none. */

@@ -17,6 +17,7 @@
 #include "heartbeat.h"
 #include "link.h"
 #include "loop.h"
+#include "preflight.h"
 #include "resolve.h"
 #include "tls_chan.h"
 #include "wire.h"
@@ -78,6 +79,9 @@ struct agent {
     int bye_status;
     int end_wait_sig;          /* a stop signal that came after this node's BYE: the job's end is awaited a while */
     uint64_t drain_until_ns;
+    struct pf_findings pf;     /* the node preflight's findings: logged, and in every JOIN (agent_preflight.c) */
+    struct pf_gpuwait gw;      /* the GPU memory wait of the last restart */
+    int gw_active, gw_timer, gw_state, gw_prev[WIRE_MAX_LOCAL];
 };
 
 /* agent_proto.c */
@@ -98,6 +102,15 @@ void agent_proto_end_by_signal(agent_t *ac, int sig);
 void agent_proto_stop_signal(agent_t *ac, int sig);
 /* The heartbeat timer: sends heartbeats, decides that the coordinator is lost or the rendezvous too late. */
 int agent_proto_hb_tick(loop_t *loop, int id, void *arg);
+
+/* agent_preflight.c (a floor between agent.c/agent_inbox.c and agent_proto.c) */
+/* The node preflight before the first JOIN: findings logged and kept for JOIN; 0 go on, 2 (strict and a finding:
+ * the node must end with it). */
+int agent_preflight_node(agent_t *ac);
+/* A restart's JOIN: the memory cgroup checked against the last generation's use, then, bounded by
+ * --gpu-release-wait, the GPUs' memory released by the last generation's processes; then the JOIN goes out. */
+void agent_preflight_restart(agent_t *ac);
+void agent_preflight_stop(agent_t *ac);
 
 /* agent_inbox.c */
 /* A message from the coordinator. */

@@ -212,6 +212,11 @@ void agent_proto_send_join(agent_t *ac)
     j.n_worker_ports = (size_t)job->node.nworkers;
     j.worker_ports = wports;
     j.master_port = (uint32_t)ports[0];
+    char *pf[PF_MAX];
+    for (int i = 0; i < ac->pf.n && i < PF_MAX; i++)
+        pf[i] = ac->pf.line[i];
+    j.n_preflight = (size_t)(ac->pf.n < PF_MAX ? ac->pf.n : PF_MAX);
+    j.preflight = pf;
     uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->gen.generation + 1
                                                                  : (uint32_t)job->gen.generation;
     wire_init(&m, job->node.job_id, ac->st == AC_RUNNING ? (uint32_t)job->gen.generation : gen, WIRE_JOIN, &j);

@@ -23,6 +23,7 @@
 #include "agent.h"
 #include "job.h"
 #include "jobsetup.h"
+#include "jobworkers.h"
 #include "log.h"
 #include "loop.h"
 #include "mon_sampler.h"
@@ -33,6 +34,7 @@
 #include "sentinel.h"
 #include "spawn_worker.h"
 #include "supervise.h"
+#include "topo.h"
 #include "wenv.h"
 
 extern char **environ;
@@ -120,6 +122,29 @@ static int s_setup_failed(struct job *job, int code, const char *err)
     return code;
 }
 
+/* --print-binding: the node's workers and the plan, without the log directory or anything else of a run. */
+static int s_print_binding(const struct opts *o)
+{
+    static struct job job;
+    char err[2048], line[1024];
+    memcpy((struct opts *)&job.opt, o, sizeof *o); /* as jobsetup_init: the one write of the options */
+    if (gethostname(job.node.hostname, sizeof job.node.hostname - 1) < 0)
+        snprintf(job.node.hostname, sizeof job.node.hostname, "localhost");
+    if (jobworkers_setup(&job, o, environ, err, sizeof err) < 0 || jobsetup_binding(&job, err, sizeof err) < 0) {
+        jobsetup_fini(&job);
+        return s_usage_error(err);
+    }
+    int multi = o->nnodes > 1 || o->master[0];
+    printf("binding of %d %s worker%s on %s: %s\n", job.node.nworkers, job.node.gpu_mode ? "GPU" : "CPU",
+           job.node.nworkers == 1 ? "" : "s", job.node.hostname, job.node.bind.note);
+    for (int i = 0; i < job.node.nworkers; i++) {
+        topo_plan_line(&job.node.bind, i, multi ? -1 : i, line, sizeof line);
+        printf("%s\n", line);
+    }
+    jobsetup_fini(&job);
+    return 0;
+}
+
 static int s_run(int argc, char **argv)
 {
     static struct opts o;
@@ -133,6 +158,8 @@ static int s_run(int argc, char **argv)
         opts_print_config(&o, stdout);
         return 0;
     }
+    if (o.print_binding)
+        return s_print_binding(&o);
     if (o.sched_note[0] && !o.quiet)
         fprintf(stderr, "plaunch: note: %s\n", o.sched_note);
     if (o.paddle_note[0])
@@ -174,6 +201,12 @@ static int s_run(int argc, char **argv)
     log_info("plaunch %s: job %s, %d %s worker%s on %s, program '%s', logs in %s", PLAUNCH_VERSION, job.node.job_id,
              job.node.nworkers, job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", job.node.hostname,
              o.prog_argv[0], job.node.log_dir);
+    log_info("binding: %s", job.node.bind.note);
+    for (int i = 0; i < job.node.bind.n; i++) {
+        char line[1024];
+        topo_plan_line(&job.node.bind, i, job.node.multi ? -1 : job.workers[i].rank, line, sizeof line);
+        log_info("binding: %s", line);
+    }
     if (!o.quiet && job.node.multi && o.nnodes == 1)
         fprintf(stderr, "plaunch: %d %s worker%s in a one-node job (coordinator %s), logs in %s\n", job.node.nworkers,
                 job.node.gpu_mode ? "GPU" : "CPU", job.node.nworkers == 1 ? "" : "s", o.master, job.node.log_dir);

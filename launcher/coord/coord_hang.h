@@ -15,7 +15,18 @@ struct coord_health {
     int n, cap;
     int *at, nat;               /* by rank: its place in sum + 1, 0 none */
     int bad;                    /* reports refused (the first few are logged) */
+    /* the nodes' preflight findings from their JOIN (the latest of each host), for the block's first lines */
+    struct coord_pf *pf;
+    int npf, pf_lost;           /* nodes kept (at most COORD_PF_NODES), nodes with findings beyond them */
 };
+#define COORD_PF_NODES 64
+struct coord_pf {
+    char host[WIRE_MAX_HOST + 1];
+    int n;
+    char *lines;                /* n NUL-terminated lines, as the node sent them (escaped when shown) */
+};
+/* A JOIN's preflight findings, replacing those its host sent before. */
+void coord_health_preflight(coord_server_t *cs, const char *host, const Plaunch__Join *j);
 /* A node's REPORT HEALTH: its ranks' summaries, decoded with every bound checked, replacing earlier ones of the
  * same ranks. 0, or -1 (logged, the report dropped). */
 int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Health *r);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "console.h"
+#include "esc.h"
 #include "log.h"
 #include "loop.h"
 #include "mon_json.h"
@@ -85,6 +86,65 @@ int coord_health_add(coord_server_t *cs, int peer, const Plaunch__Health *r)
     return 0;
 }
 
+void coord_health_preflight(coord_server_t *cs, const char *host, const Plaunch__Join *j)
+{
+    struct coord_health *h = &cs->health;
+    int k = 0;
+    while (k < h->npf && strcmp(h->pf[k].host, host) != 0)
+        k++;
+    if (k == h->npf && j->n_preflight == 0)
+        return;
+    if (k == h->npf) {
+        if (h->npf == COORD_PF_NODES || (!h->pf && !(h->pf = calloc(COORD_PF_NODES, sizeof *h->pf)))) {
+            h->pf_lost++;
+            return;
+        }
+        h->npf++;
+        snprintf(h->pf[k].host, sizeof h->pf[k].host, "%s", host);
+    }
+    size_t len = 0; /* the wire bounds them: at most WIRE_MAX_PREFLIGHT lines of WIRE_MAX_TEXT bytes */
+    for (size_t i = 0; i < j->n_preflight; i++)
+        len += strlen(j->preflight[i]) + 1;
+    char *lines = malloc(len + 1);
+    if (!lines)
+        return;
+    free(h->pf[k].lines);
+    h->pf[k].lines = lines;
+    h->pf[k].n = (int)j->n_preflight;
+    for (size_t i = 0; i < j->n_preflight; i++) {
+        size_t l = strlen(j->preflight[i]) + 1;
+        memcpy(lines, j->preflight[i], l);
+        lines += l;
+    }
+}
+
+/* The preflight's lines of the block: "health: preflight: N findings on M nodes", then each, escaped. */
+static int s_monitor_block(coord_server_t *cs, char *buf, size_t cap);
+
+static size_t s_preflight_block(const struct coord_health *h, char *buf, size_t cap)
+{
+    int n = 0, nodes = 0;
+    size_t len = 0;
+    for (int k = 0; k < h->npf; k++) {
+        n += h->pf[k].n;
+        nodes += h->pf[k].n > 0;
+    }
+    if (n == 0 || cap < 2)
+        return 0;
+    len += (size_t)snprintf(buf, cap, "plaunch: health: preflight: %d finding%s on %d node%s%s (plaunch.log has "
+                            "them)\n", n, n == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s",
+                            h->pf_lost ? ", more on nodes not listed" : "");
+    for (int k = 0; k < h->npf && len < cap; k++) {
+        const char *l = h->pf[k].lines;
+        for (int i = 0; i < h->pf[k].n && len + 64 < cap; i++, l += strlen(l) + 1) {
+            char safe[4 * WIRE_MAX_TEXT + 1];
+            esc_term(safe, sizeof safe, l, strlen(l), 0);
+            len += (size_t)snprintf(buf + len, cap - len, "plaunch:   %s: %s\n", h->pf[k].host, safe);
+        }
+    }
+    return len < cap ? len : cap - 1;
+}
+
 static int s_by_rank(const void *a, const void *b)
 {
     const struct mon_rank_summary *x = a, *y = b;
@@ -92,6 +152,15 @@ static int s_by_rank(const void *a, const void *b)
 }
 
 int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
+{
+    size_t pre = s_preflight_block(&cs->health, buf, cap);
+    if (pre == 0)
+        return s_monitor_block(cs, buf, cap);
+    s_monitor_block(cs, buf + pre, cap - pre);
+    return 1; /* a finding before the start is worth the terminal */
+}
+
+static int s_monitor_block(coord_server_t *cs, char *buf, size_t cap)
 {
     const struct mon_thresh *th = cs->thresh;
     buf[0] = '\0';
@@ -119,6 +188,11 @@ int coord_health_block(coord_server_t *cs, char *buf, size_t cap)
 
 void coord_health_free(coord_server_t *cs)
 {
+    for (int k = 0; k < cs->health.npf; k++)
+        free(cs->health.pf[k].lines);
+    free(cs->health.pf);
+    cs->health.pf = NULL;
+    cs->health.npf = 0;
     free(cs->health.sum);
     free(cs->health.at);
     cs->health.sum = NULL;

@@ -80,6 +80,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     p->nproc = j->nproc;
     p->master_port = j->master_port;
     p->req_rank = j->requested_node_rank;
+    coord_health_preflight(cs, p->host, j);
     coord_members_set(cs, peer, (int)cs->generation + grow);
     p->byed = 0;
     cs->bye_cursor = 0;

@@ -9,6 +9,8 @@
 
 #include "loop.h"
 #include "opts.h"
+#include "topo.h"
+#include "topo.h"
 
 enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
 
@@ -87,6 +89,7 @@ struct job_node {
     char *visible_devices;     /* CUDA_VISIBLE_DEVICES of this node's workers; NULL for CPU */
     char **base_env;           /* the inherited environment minus the variables plaunch sets (job_base_env) */
     int base_has_omp;          /* OMP_NUM_THREADS was set by the user */
+    struct topo_plan bind;     /* where each worker runs (jobsetup, once); bind.w[i] is workers[i]'s */
 };
 
 /* One node's job, in three parts with one writer each, and the workers. */

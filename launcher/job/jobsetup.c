@@ -229,7 +229,7 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     if (jobworkers_setup(job, o, envp, err, errlen) < 0)
         return -1;
     job->gen.world_size = job->node.nworkers;
-    if (jobsetup_tee(job, o, err, errlen) < 0)
+    if (jobsetup_tee(job, o, err, errlen) < 0 || jobsetup_binding(job, err, errlen) < 0)
         return -1;
 
     struct stat st;
@@ -260,8 +260,28 @@ int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err,
     return 0;
 }
 
+int jobsetup_binding(struct job *job, char *err, size_t errlen)
+{
+    char (*gpus)[64] = NULL;
+    if (job->node.gpu_mode) {
+        gpus = calloc((size_t)job->node.nworkers, sizeof *gpus);
+        if (!gpus) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (int i = 0; i < job->node.nworkers; i++)
+            memcpy(gpus[i], job->workers[i].gpu, sizeof gpus[i]);
+    }
+    struct topo_input in = { .mode = job->opt.cpu_bind, .list = job->opt.cpu_bind_list, .n = job->node.nworkers,
+                             .gpus = (const char (*)[64])gpus };
+    int rc = topo_plan_build(&in, &job->node.bind, err, errlen);
+    free(gpus);
+    return rc;
+}
+
 void jobsetup_fini(struct job *job)
 {
+    topo_plan_free(&job->node.bind);
     if (job->node.run_dir[0]) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/agent", job->node.run_dir);

@@ -60,7 +60,12 @@ struct opts {
     char scheduler[8];         /* auto, none, slurm, k8s */
     double monitor;            /* --monitor: sampling interval in seconds, 0 = off */
     char monitor_config[PATH_MAX]; /* --monitor-config: the diagnosis thresholds; "" = the defaults */
-    char preflight[8];         /* on, strict, off */
+    char preflight[8];         /* warn (also spelled on), strict, off */
+    int cpu_bind;              /* enum topo_mode (launcher/topo/topo.h): --cpu-bind, or torchrun's --numa-binding */
+    char cpu_bind_list[1024];  /* --cpu-bind list:LISTS: what follows "list:" */
+    int print_binding;         /* --print-binding: show each worker's CPUs and why, run nothing */
+    uint64_t shm_gpu, shm_cpu; /* --preflight-shm: bytes of /dev/shm a GPU worker and a CPU worker need */
+    double gpu_release_wait;   /* --gpu-release-wait: seconds a restart waits for the GPUs' memory; 0 = off */
     double hang_timeout;       /* --hang-timeout: seconds without progress before the job is hung; 0 = off */
     char on_hang[8];           /* --on-hang: restart (while the budget lasts), stop */
     int on_hang_given;         /* a source named --on-hang: silence alone may end the job (docs/hang.md) */

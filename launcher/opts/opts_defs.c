@@ -242,16 +242,6 @@ static int s_set_monitor_config(struct opts *o, const char *val, const char *ori
     return s_copy(o->monitor_config, sizeof o->monitor_config, val, origin, err, errlen);
 }
 
-static int s_set_preflight(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (strcmp(val, "on") && strcmp(val, "strict") && strcmp(val, "off")) {
-        snprintf(err, errlen, "%s '%s': expected on (report findings), strict (refuse to start on any) or off",
-                 origin, val);
-        return -1;
-    }
-    return s_copy(o->preflight, sizeof o->preflight, val, origin, err, errlen);
-}
-
 static int s_set_hang_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     if (strcmp(val, "0") == 0) {
@@ -408,10 +398,29 @@ const struct optdef opts_defs[] = {
     { "monitor-config", NULL, NULL, 1, s_set_monitor_config, "FILE",
       "The health diagnosis thresholds ([monitor] section; see conf/monitor.ini for the keys and defaults).", NULL,
       0 },
-    { "preflight", NULL, NULL, 1, s_set_preflight, "on|strict|off",
-      "GPU checks before any worker starts (the GPUs exist and answer; retired pages, row remaps, ECC errors, other "
-      "processes on them; the driver's CUDA version): one line per finding; strict refuses to start on any "
-      "(default: on).", "on", 0 },
+    { "preflight", NULL, NULL, 1, opts_node_set_preflight, "warn|strict|off",
+      "Node and GPU checks before any worker starts: /dev/shm smaller than the workers need, the locked-memory "
+      "limit where InfiniBand is, a CUDA runtime newer than the driver, CUDA_VISIBLE_DEVICES or NCCL/GLOO_SOCKET_IFNAME "
+      "naming what is not there, a memory cgroup below what the workers used; the GPUs exist and answer (retired "
+      "pages, row remaps, ECC errors, other processes on them). One line per finding in plaunch.log and the Health "
+      "block; strict refuses to start on any (exit status 2; 125 for a GPU's) (default: warn; on is warn).", "warn", 0 },
+    { "preflight-shm", NULL, NULL, 1, opts_node_set_preflight_shm, "SIZE[,SIZE]",
+      "The /dev/shm a GPU worker and a CPU worker need, for the preflight (default: 1G,256M).", "1G,256M", 0 },
+    { "gpu-release-wait", NULL, NULL, 1, opts_node_set_gpu_release_wait, "SECONDS",
+      "Before a restarted generation starts, wait at most this long until the last generation's processes hold no "
+      "more GPU memory (NVML's process list), so that the new workers do not run out of memory at start; the wait "
+      "is logged with its length; 0 turns it off (default: 30).", "30", 0 },
+    { "cpu-bind", NULL, NULL, 1, opts_node_set_cpu_bind, "MODE",
+      "Where each worker runs (docs/performance.md): numa (every CPU of its GPU's NUMA node), socket, cores (the "
+      "node's cores split between its GPUs), core-complex (one last-level cache's cores), list:CPUS:CPUS:... (local "
+      "rank i on the i-th list), none, or auto (default: numa where the machine has several NUMA nodes and plaunch "
+      "was not started bound; CPU workers and GPUs without locality get an even split). Memory is preferred on the "
+      "same NUMA nodes; OMP_NUM_THREADS is the worker's core count unless set.", "auto", 0 },
+    { "numa-binding", "numa_binding", NULL, 1, opts_node_set_numa_binding, "node|socket|exclusive|core-complex",
+      "torchrun's spelling of --cpu-bind: node is numa, exclusive is cores; socket and core-complex alike.", NULL,
+      0 },
+    { "print-binding", NULL, NULL, 0, opts_node_set_print_binding, NULL,
+      "Print each worker's GPU (bus id), NUMA node, CPUs and why, then exit without starting anything.", NULL, 0 },
     { "hang-timeout", NULL, NULL, 1, s_set_hang_timeout, "SECONDS",
       "The job is hung when no rank progressed (wrote output or reported a step: PLAUNCH_PROGRESS_FILE, "
       "plaunch_progress) for this long, or one rank's step stood still this long while others went on; then every "

@@ -45,6 +45,13 @@ int opts_torch_set_rdzv_conf(struct opts *o, const char *val, const char *origin
 int opts_torch_set_monitor_interval(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_set_start_method(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_set_role(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+/* opts_node.c: preflight and binding */
+int opts_node_set_preflight(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_node_set_preflight_shm(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_node_set_gpu_release_wait(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_node_set_cpu_bind(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_node_set_numa_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_node_set_print_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_resolve(struct opts *o, int timeout_given, char *err, size_t errlen);
 /* opts_paddle.c: Paddle's own options (setters validate or refuse with a sentence), its --master forms into out
  * (HOST:PORT), and its variables: apply(arg, option, variable, value) for each PADDLE_* / POD_IP set, unless the

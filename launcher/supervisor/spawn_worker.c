@@ -20,6 +20,10 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "topo.h"
+
+#define S_MPOL_PREFERRED 1
+#define S_MPOL_PREFERRED_MANY 5 /* Linux >= 5.15 */
 
 static struct rlimit s_nofile; /* the limit plaunch was started with, restored in workers */
 static int s_nofile_set;
@@ -48,6 +52,7 @@ static void s_find_ignored(void)
 struct child_args {
     char *const *argv;
     char *const *envp;
+    const struct topo_bind *bind;
     int out_w, err_w, exec_w; /* err_w: the stderr pipe's write end, or -1 (stderr goes with stdout) */
     int cg_procs;  /* the job cgroup's cgroup.procs when the child must move itself there, else -1 */
     int cg_errno;  /* written by the child: why it could not */
@@ -75,6 +80,18 @@ __attribute__((no_sanitize("address", "undefined"))) static int s_child(void *ar
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (s_nofile_set)
         setrlimit(RLIMIT_NOFILE, &s_nofile);
+    /* The plan's CPUs, and its NUMA nodes preferred for memory (preferred, not bound: a full node spills over
+     * instead of killing the worker); both survive exec. One node: MPOL_PREFERRED; several: PREFERRED_MANY,
+     * and a kernel without it keeps the default policy. */
+    if (a->bind && a->bind->apply) {
+        sched_setaffinity(0, sizeof a->bind->cpus, &a->bind->cpus);
+        int nn = 0;
+        for (int i = 0; i < TOPO_NODE_WORDS; i++)
+            nn += __builtin_popcountl(a->bind->nodes[i]);
+        if (nn)
+            syscall(SYS_set_mempolicy, nn == 1 ? S_MPOL_PREFERRED : S_MPOL_PREFERRED_MANY, a->bind->nodes,
+                    (unsigned long)TOPO_NODE_WORDS * 8 * sizeof(unsigned long));
+    }
     int devnull = open(_PATH_DEVNULL, O_RDONLY);
     if (devnull >= 0 && devnull != 0) {
         dup2(devnull, 0);
@@ -177,14 +194,15 @@ static pid_t s_clone(struct child_args *a)
     return pid;
 }
 
-pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *err_fd, int *exec_fd)
+pid_t spawn_process(char *const argv[], char *const envp[], const struct topo_bind *bind, int *out_fd, int *err_fd,
+                    int *exec_fd)
 {
     int out[2] = { -1, -1 }, er[2] = { -1, -1 }, ex[2] = { -1, -1 };
     if (s_nignored < 0)
         s_find_ignored();
     if (pipe2(out, O_CLOEXEC) < 0 || (err_fd && pipe2(er, O_CLOEXEC) < 0) || pipe2(ex, O_CLOEXEC) < 0)
         goto error;
-    struct child_args a = { .argv = argv, .envp = envp, .out_w = out[1], .err_w = er[1], .exec_w = ex[1],
+    struct child_args a = { .argv = argv, .envp = envp, .bind = bind, .out_w = out[1], .err_w = er[1], .exec_w = ex[1],
                             .parent = getpid() };
     /* vfork semantics: no page tables to copy (the launcher has ZeroMQ threads and a few MiB mapped), so a
      * spawn costs tens of microseconds instead of hundreds. */

@@ -11,7 +11,10 @@
  * *exec_fd receives the errno of a failed exec (read it after the child exited: 4 bytes = failure, EOF = exec
  * worked). The child is a process-group leader, gets SIGKILL when the launcher dies, and starts with the signal
  * mask and dispositions reset. Returns the pid, or -1 with errno (nothing left open). */
-pid_t spawn_process(char *const argv[], char *const envp[], int *out_fd, int *err_fd, int *exec_fd);
+struct topo_bind;
+/* bind: the worker's CPUs and memory policy, applied between fork and exec when bind->apply (NULL: none). */
+pid_t spawn_process(char *const argv[], char *const envp[], const struct topo_bind *bind, int *out_fd, int *err_fd,
+                    int *exec_fd);
 
 /* Workers get this RLIMIT_NOFILE (the one plaunch was started with, before it raised its own). */
 void spawn_set_worker_nofile(const struct rlimit *rl);

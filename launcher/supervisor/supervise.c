@@ -91,9 +91,10 @@ static int s_start_generation(struct sup *s)
             log_error("cannot build the environment of rank %d: %s", w->rank, strerror(errno));
             return -1;
         }
-        /* A worker the console shows gets a pipe for its stderr, which goes to plaunch's stderr; one that is only
-         * logged keeps one pipe, so its workerlog has its writes in their exact order. */
-        w->pid = spawn_process(job->opt.prog_argv, envp, &w->out_fd, w->tee ? &w->err_fd : NULL, &w->exec_fd);
+        /* A worker the console shows gets a pipe for its stderr (to plaunch's stderr); one only logged keeps one
+         * pipe, so its workerlog has its writes in their exact order. Its CPUs: the plan's, made once (jobsetup). */
+        w->pid = spawn_process(job->opt.prog_argv, envp, i < job->node.bind.n ? &job->node.bind.w[i] : NULL, &w->out_fd,
+                               w->tee ? &w->err_fd : NULL, &w->exec_fd);
         int e = errno;
         free(envp);
         if (w->pid < 0) {

@@ -176,7 +176,10 @@ char **wenv_build(const struct job *job, const struct worker *w)
     if (!user_frfile)
         s_put(&b, "TORCH_FR_DUMP_TEMP_FILE", "%s/nccl_trace.", job->node.log_dir);
     s_put(&b, "PLAUNCH_PROGRESS_FILE", "%s/progress.%d", job->node.run_dir, w->local_rank);
-    if (!job->node.base_has_omp && local_world > 1)
+    /* A bound worker's OpenMP threads: one per core of its share (torchrun's 1 where plaunch binds nothing). */
+    if (!job->node.base_has_omp && w->local_rank < job->node.bind.n && job->node.bind.w[w->local_rank].apply)
+        s_put(&b, "OMP_NUM_THREADS", "%d", job->node.bind.w[w->local_rank].ncores);
+    else if (!job->node.base_has_omp && local_world > 1)
         s_put(&b, "OMP_NUM_THREADS", "1");
 
     s_put(&b, "PADDLE_TRAINER_ID", "%d", w->rank);

@@ -53,6 +53,7 @@ struct sample {
     uint32_t local_ports[4];
     char *log_tail[2];
     char *error_quote[1];
+    char *preflight[1];
     uint32_t done_ranks[2];
     uint8_t id[WIRE_NCCL_ID_BYTES];
     char json[64];
@@ -103,6 +104,9 @@ static void sample_fill_bodies(struct sample *s)
     s->join.n_worker_ports = 4;
     s->join.worker_ports = s->worker_ports;
     s->join.master_port = 29500;
+    s->preflight[0] = "/dev/shm is 64 MiB, less than the 4 GiB 4 workers need";
+    s->join.n_preflight = 1;
+    s->join.preflight = s->preflight;
 
     plaunch__assign__init(&s->assign);
     s->assign.node_rank = 1;

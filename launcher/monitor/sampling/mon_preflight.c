@@ -163,3 +163,32 @@ int mon_preflight_run(const struct mon_nvml *nv, mon_proc_t *p, pid_t ours, cons
     *len = o.len;
     return o.lines;
 }
+
+int mon_preflight_procs(const struct mon_nvml *nv, int nvml_ok, const char *const *gpus, int n, char *text, size_t cap,
+                        size_t *len)
+{
+    struct s_out o = { .text = text, .cap = cap };
+    struct mon_nvml_proc *list = NULL;
+    unsigned lcap = 0;
+    for (int i = 0; i < n && nvml_ok && nv->lib; i++) {
+        mon_nvml_dev h, parent;
+        mon_nvml_ret rc;
+        if (mon_nvml_lookup(nv, gpus[i], &h, &parent) != MON_NVML_SUCCESS)
+            continue;
+        int k = mon_nvml_procs(nv, h, &list, &lcap, &rc);
+        for (int j = 0; j < k; j++) {
+            char line[MON_WIRE_LINE_MAX];
+            unsigned long long mib = list[j].used_gpu_memory == MON_NVML_VALUE_NOT_AVAILABLE
+                                         ? 0 : list[j].used_gpu_memory >> 20;
+            size_t need = (size_t)snprintf(line, sizeof line, "%s %u %llu", gpus[i], list[j].pid, mib) + 1;
+            if (o.len + need > o.cap)
+                break;
+            memcpy(o.text + o.len, line, need);
+            o.len += need;
+            o.lines++;
+        }
+    }
+    free(list);
+    *len = o.len;
+    return o.lines;
+}

@@ -16,4 +16,9 @@
 int mon_preflight_run(const struct mon_nvml *nv, mon_proc_t *p, pid_t ours, const char *const *gpus, int n,
                       char *text, size_t cap, size_t *len);
 
+/* The compute processes on gpus[0..n) (nvml_ok 0: none known), one line each "ENTRY PID USED_MIB" into text as
+ * mon_preflight_run writes its lines. Returns the number of lines. */
+int mon_preflight_procs(const struct mon_nvml *nv, int nvml_ok, const char *const *gpus, int n, char *text, size_t cap,
+                        size_t *len);
+
 #endif

@@ -227,17 +227,27 @@ int mon_sampler_request(mon_sampler_t *m, const struct mon_target *t, int n)
     return s_send(m, MON_WIRE_SAMPLES, (uint32_t)n, len);
 }
 
-int mon_sampler_request_preflight(mon_sampler_t *m, const char *const *gpus, int n)
+static int s_request_gpus(mon_sampler_t *m, int kind, const char *const *gpus, int n)
 {
     size_t len;
-    if (s_check(m, n) < 0 || s_prepare(m, MON_WIRE_PREFLIGHT, n, &len) < 0)
+    if (s_check(m, n) < 0 || s_prepare(m, kind, n, &len) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
         char g[MON_GPU_MAX] = "";
         snprintf(g, sizeof g, "%s", gpus[i]);
         memcpy(m->buf + sizeof(struct mon_wire_hdr) + (size_t)i * MON_GPU_MAX, g, sizeof g);
     }
-    return s_send(m, MON_WIRE_PREFLIGHT, (uint32_t)n, len);
+    return s_send(m, kind, (uint32_t)n, len);
+}
+
+int mon_sampler_request_preflight(mon_sampler_t *m, const char *const *gpus, int n)
+{
+    return s_request_gpus(m, MON_WIRE_PREFLIGHT, gpus, n);
+}
+
+int mon_sampler_request_procs(mon_sampler_t *m, const char *const *gpus, int n)
+{
+    return s_request_gpus(m, MON_WIRE_PROCS, gpus, n);
 }
 
 /* The sampler closed its answers: say how it ended when it already has (reaping it then). */

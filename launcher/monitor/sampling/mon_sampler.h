@@ -34,6 +34,9 @@ pid_t mon_sampler_pid(const mon_sampler_t *m);
 int mon_sampler_request(mon_sampler_t *m, const struct mon_target *t, int n);
 /* Asks for the preflight checks of these GPU entries (before any worker runs). 0 or -1, as above. */
 int mon_sampler_request_preflight(mon_sampler_t *m, const char *const *gpus, int n);
+/* Asks for the compute processes on these GPU entries (the GPU memory wait of a restart); the answer's lines (see
+ * mon_sampler_preflight) are "ENTRY PID USED_MIB". 0 or -1, as above. */
+int mon_sampler_request_procs(mon_sampler_t *m, const char *const *gpus, int n);
 /* After mon_sampler_fd was readable: 1 when an answer is complete (samples in out, their count in *n; or, for a
  * preflight, its lines, see below, and *n 0), 0 when more is to come, -1 when the sampler died or spoke nonsense
  * (err). Never reads past the answer it expects; after -1 only mon_sampler_stop is left to do. */

@@ -100,19 +100,21 @@ static int s_samples(struct s_sampler *s, uint32_t n)
     return s_send(s, o);
 }
 
-static int s_preflight(struct s_sampler *s, uint32_t n, const char (*gpus)[MON_GPU_MAX])
+static int s_preflight(struct s_sampler *s, int kind, uint32_t n, const char (*gpus)[MON_GPU_MAX])
 {
     const char *list[MON_TARGETS_MAX];
     for (uint32_t i = 0; i < n; i++)
         list[i] = gpus[i];
     char cuda[MON_WIRE_CUDA_MAX] = "";
-    size_t o = s_answer_head(s, MON_WIRE_PREFLIGHT, 0), len = 0;
+    size_t o = s_answer_head(s, kind, 0), len = 0;
     if (s->nvml_ok)
         mon_nvml_cuda_version(&s->nv, cuda, sizeof cuda);
     memcpy(s->out + o, cuda, sizeof cuda);
     o += sizeof cuda;
-    int lines = mon_preflight_run(&s->nv, s->proc, getppid(), list, (int)n, (char *)s->out + o, MON_WIRE_TEXT_MAX,
-                                  &len);
+    int lines = kind == MON_WIRE_PROCS
+                    ? mon_preflight_procs(&s->nv, s->nvml_ok, list, (int)n, (char *)s->out + o, MON_WIRE_TEXT_MAX, &len)
+                    : mon_preflight_run(&s->nv, s->proc, getppid(), list, (int)n, (char *)s->out + o,
+                                        MON_WIRE_TEXT_MAX, &len);
     struct mon_wire_hdr h;
     memcpy(&h, s->out, sizeof h);
     h.count = (uint32_t)lines;
@@ -147,7 +149,7 @@ static int s_serve_one(struct s_sampler *s, char (*gpus)[MON_GPU_MAX])
             return -1;
         }
     }
-    r = h.kind == MON_WIRE_SAMPLES ? s_samples(s, h.count) : s_preflight(s, h.count, gpus);
+    r = h.kind == MON_WIRE_SAMPLES ? s_samples(s, h.count) : s_preflight(s, h.kind, h.count, gpus);
     return r < 0 ? -2 : 1;
 }
 

@@ -10,7 +10,7 @@ size_t mon_wire_request_len(int kind, uint32_t count)
 {
     if (kind == MON_WIRE_SAMPLES)
         return (size_t)count * sizeof(struct mon_wire_target);
-    if (kind == MON_WIRE_PREFLIGHT)
+    if (kind == MON_WIRE_PREFLIGHT || kind == MON_WIRE_PROCS)
         return (size_t)count * MON_GPU_MAX;
     return 0;
 }
@@ -21,7 +21,7 @@ int mon_wire_check_request(const struct mon_wire_hdr *h, char *err, size_t errle
         snprintf(err, errlen, "not a request of this plaunch (magic 0x%08x)", (unsigned)h->magic);
         return -1;
     }
-    if (h->kind != MON_WIRE_SAMPLES && h->kind != MON_WIRE_PREFLIGHT) {
+    if (h->kind != MON_WIRE_SAMPLES && h->kind != MON_WIRE_PREFLIGHT && h->kind != MON_WIRE_PROCS) {
         snprintf(err, errlen, "unknown request kind %u", (unsigned)h->kind);
         return -1;
     }

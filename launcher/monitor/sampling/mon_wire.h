@@ -8,11 +8,13 @@
  *   'S': count (1..MON_TARGETS_MAX) x struct mon_wire_target (80 bytes): rank, local_rank, generation, pid (int32),
  *        gpu[MON_GPU_MAX = 64] (a CUDA_VISIBLE_DEVICES entry, NUL-terminated and padded)
  *   'P': count (1..MON_TARGETS_MAX) x gpu[MON_GPU_MAX]
+ *   'G': the same: the compute processes on these GPUs (the GPU memory wait of a restart)
  * Answers (sampler stdout -> agent), one per request, in order; flags bit 0: NVML answered (nvml_ok):
  *   'S': note[note_len] (no NUL; "" while NVML works), then count x struct mon_sample: count is what was asked,
  *        each sample's rank and generation those of the target at its place
  *   'P': note[note_len], cuda[16] (the driver's CUDA version, "12.4", NUL-padded), then count lines, each ending in
  *        a NUL, at most MON_WIRE_LINE_MAX bytes each and MON_WIRE_TEXT_MAX in all
+ *   'G': as 'P', each line "ENTRY PID USED_MIB" for one process on the GPU of that CUDA_VISIBLE_DEVICES entry
  * The sampler exits 0 at EOF on stdin and 2 (a message on stderr) on a frame it cannot take. */
 #ifndef PLAUNCH_MON_WIRE_H
 #define PLAUNCH_MON_WIRE_H
@@ -26,6 +28,7 @@
 #define MON_WIRE_MAGIC 0x314d4c50u /* "PLM1" */
 #define MON_WIRE_SAMPLES 'S'
 #define MON_WIRE_PREFLIGHT 'P'
+#define MON_WIRE_PROCS 'G'
 #define MON_WIRE_NVML_OK 1u
 #define MON_WIRE_NOTE_MAX 512
 #define MON_WIRE_CUDA_MAX 16

@@ -1,6 +1,7 @@
 /* probe_preflight: verdicts on the GPUs and links before any bandwidth: versions, P2P, slow pairs, sums. */
 #include "probe_preflight.h"
 
+#include "gpus.h"
 #include "probe_fmt.h"
 
 #include <math.h>
@@ -66,13 +67,7 @@ static int s_check_mismatch(const struct probe_meas *m, struct probe_analysis *a
     probe_fmt_ranks(ranks, nr, list, sizeof list);
     probe_fmt_cuda_version(g->driver_cuda, drv, sizeof drv);
     probe_fmt_cuda_version(g->runtime_cuda, rt, sizeof rt);
-    if (g->driver_cuda / 1000 < g->runtime_cuda / 1000)
-        snprintf(why, sizeof why, "a CUDA %d runtime cannot run on a CUDA %d driver: every CUDA call fails "
-                 "with \"CUDA driver version is insufficient for CUDA runtime version\"", g->runtime_cuda / 1000,
-                 g->driver_cuda / 1000);
-    else
-        snprintf(why, sizeof why, "the same major version runs under CUDA's minor-version compatibility, but "
-                 "PTX compiled at run time and features newer than %s fail", drv);
+    gpus_cuda_mismatch(g->driver_cuda, g->runtime_cuda, why, sizeof why); /* the node preflight's rule too */
     s_append(why, sizeof why, "fix: install an NVIDIA driver for CUDA %s or newer, or use a build of the "
              "framework for CUDA %s or older", rt, drv);
     return probe_verdict_add(a, PROBE_SEV_FLAG, "versions", why,
