@@ -58,6 +58,7 @@ static const struct rule s_rules[] = {
     { JOIN, "plaunch_version", 1, WIRE_MAX_VERSION_STR, 0, CS_TOKEN },
     { JOIN, "worker_ports", 1, 65535, WIRE_MAX_LOCAL, CS_ANY },
     { JOIN, "master_port", 1, 65535, 0, CS_ANY },
+    { JOIN, "relay_endpoint", 0, WIRE_MAX_ENDPOINT, 0, CS_TOKEN },
     { ASSIGN, "node_rank", 0, WIRE_MAX_NODES - 1, 0, CS_ANY },
     { ASSIGN, "nnodes", 1, WIRE_MAX_NODES, 0, CS_ANY },
     { ASSIGN, "first_rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },

@@ -86,6 +86,7 @@ static void sample_fill_bodies(struct sample *s)
     s->join.n_worker_ports = 4;
     s->join.worker_ports = s->worker_ports;
     s->join.master_port = 29500;
+    s->join.relay_endpoint = "tcp://10.0.0.2:6171";
 
     plaunch__assign__init(&s->assign);
     s->assign.node_rank = 1;
