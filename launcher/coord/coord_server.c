@@ -105,3 +105,8 @@ void coord_server_stop_signal(coord_server_t *cs, int sig)
     coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, 128 + sig, "plaunch: job %s stopped: %s\n", cs->job_id, text);
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }
+
+void coord_server_census(const coord_server_t *cs, struct coord_census *out)
+{
+    *out = cs->tree.census;
+}

@@ -85,7 +85,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     log_info("node %s (%s, %u worker%s) joined for generation %d%s%s: %d of %d", p->host, p->addr, p->nproc,
              p->nproc == 1 ? "" : "s", p->joined_gen, p->via ? " through relay " : "",
              p->via ? cs->peers[p->via].host : "", coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes);
-    coord_relay_consider(cs, peer); /* the first to join directly relay for the later ones */
+    coord_relay_consider(cs, peer, j->relay_endpoint); /* the layout's relays; or the first to join directly */
     if (grow) {
         snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, coord_assign_live(cs));
         coord_end_restart(cs, text);
@@ -98,6 +98,7 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     char err[512];
+    coord_relay_census(cs); /* once a generation runs: who holds a session where */
     if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, cs->job_id, err, sizeof err) < 0) {
         log_warn("refused %s (%s): %s", p->host[0] ? p->host : "an agent", p->from, err);
         s_refuse(cs, peer, m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
