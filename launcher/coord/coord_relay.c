@@ -313,13 +313,13 @@ void coord_relay_census(coord_server_t *cs)
         }
         c.direct++;
         c.relays += p->relay >= 1;
-        c.fallback += t->ranked && !p->relay && p->req_rank >= 0 && joblayout_parent(&l, p->req_rank) >= 1;
+        c.fallback += t->ranked && p->req_rank >= 0 && joblayout_parent(&l, p->req_rank) >= 1;
     }
     t->census = c;
-    log_info("coordinator: census of generation %u: %d session%s here (%d relay%s, %d other node%s, of which %d "
-             "fell back from their relay), %d node%s behind relays, %ld REDIRECT%s sent", c.generation, c.direct,
+    log_info("coordinator: census of generation %u: %d session%s here (%d relay%s, %d other node%s), %d node%s "
+             "behind relays, %d fell back from their relay, %ld REDIRECT%s sent", c.generation, c.direct,
              c.direct == 1 ? "" : "s", c.relays, c.relays == 1 ? "" : "s", c.direct - c.relays,
-             c.direct - c.relays == 1 ? "" : "s", c.fallback, c.behind, c.behind == 1 ? "" : "s", c.redirects,
+             c.direct - c.relays == 1 ? "" : "s", c.behind, c.behind == 1 ? "" : "s", c.fallback, c.redirects,
              c.redirects == 1 ? "" : "s");
 }
 

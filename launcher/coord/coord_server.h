@@ -33,7 +33,8 @@ struct coord_census {
     int direct;                 /* members with a session here (the local agent not counted) ... */
     int relays;                 /* ... of which relays */
     int behind;                 /* members whose session is at a relay */
-    int fallback;               /* direct members the ranked layout puts behind a relay (their relay failed them) */
+    int fallback;               /* direct members the ranked layout puts behind a relay (their relay failed them;
+                                   some may relay now, asked when a relay of the layout was lost) */
     long redirects;             /* REDIRECTs sent so far (newcomers that knew no rank) */
 };
 /* The last census; zeros before the first generation runs. */

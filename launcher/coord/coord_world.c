@@ -98,7 +98,6 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
     char err[512];
-    coord_relay_census(cs); /* once a generation runs: who holds a session where */
     if (wire_check_peer(m, WIRE_PROTOCOL_VERSION, cs->job_id, err, sizeof err) < 0) {
         log_warn("refused %s (%s): %s", p->host[0] ? p->host : "an agent", p->from, err);
         s_refuse(cs, peer, m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
