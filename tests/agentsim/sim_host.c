@@ -138,7 +138,9 @@ static void *s_thread(void *arg)
         struct sim_host *h = &run->hosts[i];
         h->loop = loop;
         h->a->sessions = 1;
-        struct link_first first = { .direct = 1 }; /* a relay is always served directly */
+        /* a relay is always served directly: a ranked one from its first session on; one the coordinator will ask
+         * joins as a newcomer first (taking one of the places it keeps for relays), as a real agent does */
+        struct link_first first = { .direct = run->o->ranked };
         if (loop && run->o->ranked)
             s_start_ranked(h);
         if (!loop || !(h->link = link_new(run->zctx, loop, h->a->endpoint, run->tls, &first, s_on_msg, s_on_drop, h, err,
@@ -149,6 +151,7 @@ static void *s_thread(void *arg)
             atomic_fetch_add(&run->failed, 1);
             continue;
         }
+        link_set_direct(h->link, 1);
     }
     if (loop && loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) > 0)
         loop_run(loop);
