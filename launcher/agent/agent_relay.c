@@ -163,10 +163,10 @@ void agent_relay_on_msg(agent_t *ac, const wire_msg_t *m)
 
 void agent_relay_drop(agent_t *ac, const char *why)
 {
+    if (ac->ranked_relay && ac->relay) /* new children, and those still waiting, wait for the next JOIN */
+        relay_hold(ac->relay);
     if (ac->relay)
         relay_drop_all(ac->relay, why);
-    if (ac->ranked_relay && ac->relay) /* new children wait for the next JOIN */
-        relay_hold(ac->relay);
 }
 
 int agent_relay_children(const agent_t *ac)

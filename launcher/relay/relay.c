@@ -195,8 +195,8 @@ void relay_hold(relay_t *r)
 
 void relay_drop_all(relay_t *r, const char *why)
 {
-    for (int i = 0; i < r->nkids; i++)
-        if (r->kids[i].used) {
+    for (int i = 0; i < r->nkids; i++) /* those the coordinator knows; a held relay's waiting ones keep waiting */
+        if (r->kids[i].used && (r->kids[i].opened || !r->held)) {
             r->kids[i].opened = 0;
             relay_kids_end(r, i, NULL, 1);
         }

@@ -48,7 +48,8 @@ void relay_release(relay_t *r, const char *job_id, const char *hello_host);
 /* Its session with the coordinator broke: new children wait again (relay_drop_all ended the others). */
 void relay_hold(relay_t *r);
 /* The relay's own session with the coordinator broke: every child's session ends (each goes back to the
- * coordinator); nothing is reported up. */
+ * coordinator); nothing is reported up. A held relay (relay_hold first) keeps the children whose HELLO waits: the
+ * coordinator never heard of them, and they get it at the next relay_release. */
 void relay_drop_all(relay_t *r, const char *why);
 /* Open child sessions. */
 int relay_children(const relay_t *r);

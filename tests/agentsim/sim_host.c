@@ -52,10 +52,10 @@ static void s_on_drop(void *arg, const char *reason, int fatal)
     struct sim_host *h = arg;
     int over = h->a->st == SA_DONE || h->a->st == SA_FAILED; /* the coordinator's BYE came: its close is no news */
     h->a->open = 0;
+    if (h->relay && !over && h->th.run->o->ranked) /* as the real agent: the waiting children wait on */
+        relay_hold(h->relay);
     if (h->relay && !over) /* after the BYE its nodes close their sessions themselves, as they take theirs */
         relay_drop_all(h->relay, reason);
-    if (h->relay && !over && h->th.run->o->ranked)
-        relay_hold(h->relay);
     if (!over)
         sim_log(h->th.run, "agent %d (a relay): %s%s", h->a->idx, reason, fatal ? " (fatal)" : "");
     if (fatal)

@@ -45,6 +45,14 @@ struct sim_cli {
     double settle, hb_window, deadline;
 };
 
+/* Descriptors agents [0, upto) need: each its own (and a REDIRECT's second socket), a ranked relay its nodes'
+ * connections too (relays are agents 0..want-1). */
+static long s_cost_upto(const struct sim_opts *o, int upto)
+{
+    long k = o->want ? o->agents / o->want + 1 : 0, relays = o->ranked ? (upto < o->want ? upto : o->want) : 0;
+    return (long)upto * (SIM_FDS_PER_AGENT + 5) + relays * (k + k / 4 + 18);
+}
+
 static int s_parse(int argc, char **argv, struct sim_cli *c)
 {
     static const struct option longs[] = {
@@ -104,9 +112,9 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
     if (o->procs <= 0) { /* as many as the descriptor limit needs: a relay holds its nodes' connections, a REDIRECT
                           * briefly holds two sockets (libzmq aborts a process that runs out) */
         struct rlimit rl;
-        long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
-                       ? ((long)rl.rlim_max - 512) / (SIM_FDS_PER_AGENT + 5) : 100000;
-        o->procs = (int)((o->agents + per - 1) / per);
+        long cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
+                       ? (long)rl.rlim_max - 512 : 1000000;
+        o->procs = (int)((s_cost_upto(o, o->agents) + cap - 1) / cap);
     }
     if (o->threads < 0)
         o->threads = o->procs > 1 ? 1 : 2;
@@ -366,8 +374,15 @@ static void s_tell(struct sim_child *ch, int k, char c)
 static int s_fork(const struct sim_opts *o, struct sim_child *ch, int i)
 {
     int up[2], down[2];
-    ch->first = (int)((long)o->agents * i / o->procs);
-    ch->n = (int)((long)o->agents * (i + 1) / o->procs) - ch->first;
+    /* shares of equal descriptor cost: the ranked layout's relays (the first agents) take room for their nodes */
+    long total = s_cost_upto(o, o->agents);
+    int a = 0, b;
+    while (a < o->agents && s_cost_upto(o, a) < total * i / o->procs)
+        a++;
+    for (b = a; b < o->agents && s_cost_upto(o, b) < total * (i + 1) / o->procs;)
+        b++;
+    ch->first = a;
+    ch->n = (i == o->procs - 1 ? o->agents : b) - a;
     if (pipe(up) < 0 || pipe(down) < 0)
         return -1;
     fflush(NULL);
