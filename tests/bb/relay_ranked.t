@@ -9,7 +9,7 @@
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-plan 17
+plan 16
 
 N=9 NS="pk$$"; NS=${NS:0:8}; NET=85; PORT=29741 HB=0.5 HBT=2.5 RDZV=60
 netns_down "$NS" $N >/dev/null 2>&1
