@@ -128,6 +128,8 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
     snprintf(o->sched_note, sizeof o->sched_note, "%s", s.note);
     snprintf(o->node_name, sizeof o->node_name, "%s", s.node_name);
     int master_given = s_given(o, "master") || s_given(o, "master-addr") || s_given(o, "ips"), ours = 0;
+    /* the allocation's host list fits the allocation's shape only: not when the user gave it another */
+    int shape_given = master_given || s_given(o, "nnodes") || s_given(o, "node-rank");
     for (int i = 0; i < s.nsettings; i++) {
         const struct sched_setting *st = &s.settings[i];
         const struct optdef *d = s_find(st->name, strlen(st->name));
@@ -136,8 +138,7 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
         if (s_given(o, st->name) || (coord && (master_given || o->nnodes < 2)) ||
             (strcmp(st->name, "gpus") == 0 && s_given(o, "nproc-per-node")) ||
             (strcmp(st->name, "node-rank") == 0 && o->nnodes_min < o->nnodes) ||
-            (strcmp(st->name, "node-hosts") == 0 && /* the allocation's list, for the allocation's shape only */
-             (master_given || s_given(o, "nnodes") || s_given(o, "node-rank") || o->nnodes_min < o->nnodes)))
+            (strcmp(st->name, "node-hosts") == 0 && (shape_given || o->nnodes_min < o->nnodes)))
             continue;
         if (s_apply(o, d, st->value, st->origin, err, errlen) < 0)
             return -1;

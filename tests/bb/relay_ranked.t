@@ -20,13 +20,7 @@ HOSTS="198.18.$NET.[1-9]" # node rank r runs on host r + 1
 TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export OUTDIR=$T
 
-# The worker: records its rank for each generation, then waits for the file 'go' (polled).
-cat >w.sh <<'W'
-#!/bin/bash
-echo "$RANK $WORLD_SIZE" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
-while [ ! -e "$OUTDIR/go" ]; do sleep 0.05; done
-W
-chmod +x w.sh
+mn_go_worker w.sh # records its rank for each generation, then waits for the file 'go'
 LOGNAME_=plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log
 COORD_LOG=log1/$LOGNAME_
 reset() { mn_kill_all; rm -rf start.* go log[0-9]* rc.*; }
