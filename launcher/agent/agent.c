@@ -154,8 +154,8 @@ static void s_relink(agent_t *ac, const char *ip)
         net_route_addr(ac->master_ip, ac->job->host_addr, sizeof ac->job->host_addr);
     link_destroy(&ac->link);
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
-    struct link_first first = { .direct = ac->ranked_relay, .relay = ac->first_relay,
-                                .relay_wait_ms = (int)(ac->job->opt.heartbeat_timeout * 2000) };
+    struct link_first first;
+    agent_relay_first(ac, &first); /* the plan made at the first link (agent_relay_plan) */
     ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, &first, s_link_msg, s_link_drop, ac, err,
                         sizeof err);
     if (!ac->link) {

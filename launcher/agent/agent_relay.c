@@ -102,11 +102,17 @@ void agent_relay_plan(agent_t *ac, struct link_first *first)
         return;
     }
     s_endpoint(ac->first_relay, sizeof ac->first_relay, host, ac->master_port + 1);
-    first->relay = ac->first_relay;
-    first->relay_wait_ms = s_relay_wait_ms(o);
+    ac->first_wait_ms = s_relay_wait_ms(o);
+    agent_relay_first(ac, first);
     log_info("node rank %d joins through its relay, rank %d, at %s (the ranked layout; the coordinator directly if "
              "it has not answered within %.1f s)", o->node_rank, parent, ac->first_relay,
              first->relay_wait_ms / 1000.0);
+}
+
+void agent_relay_first(const agent_t *ac, struct link_first *first)
+{
+    *first = (struct link_first){ .direct = ac->ranked_relay, .relay = ac->first_relay,
+                                  .relay_wait_ms = ac->first_wait_ms };
 }
 
 const char *agent_relay_join_endpoint(const agent_t *ac)

@@ -14,6 +14,8 @@ struct link_first;
  * now (held until its JOIN is sent) and asks the coordinator to serve it directly; another node goes to its
  * relay. Fills *first (its strings live in ac); nothing changes otherwise. */
 void agent_relay_plan(agent_t *ac, struct link_first *first);
+/* The same plan again, for a new link to the coordinator (its address changed). */
+void agent_relay_first(const agent_t *ac, struct link_first *first);
 /* The JOIN is on its way: a relay of the ranked layout names its endpoint there (NULL: none) ... */
 const char *agent_relay_join_endpoint(const agent_t *ac);
 /* ... and its held children get their HELLO. */
