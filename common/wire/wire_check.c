@@ -70,6 +70,7 @@ static const struct rule s_rules[] = {
     { JOIN, "worker_ports", 1, 65535, WIRE_MAX_LOCAL, CS_ANY },
     { JOIN, "master_port", 1, 65535, 0, CS_ANY },
     { JOIN, "preflight", 1, WIRE_MAX_TEXT, WIRE_MAX_PREFLIGHT, CS_ANY },
+    { JOIN, "relay_endpoint", 0, WIRE_MAX_ENDPOINT, 0, CS_TOKEN },
     { ASSIGN, "node_rank", 0, WIRE_MAX_NODES - 1, 0, CS_ANY },
     { ASSIGN, "nnodes", 1, WIRE_MAX_NODES, 0, CS_ANY },
     { ASSIGN, "first_rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },

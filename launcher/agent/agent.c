@@ -90,7 +90,10 @@ static int s_connect(agent_t *ac)
         }
     }
     if (!ac->hosts_coord) {
-        ac->link = link_new(ac->zctx, loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
+        struct link_first first = { 0 };
+        agent_relay_plan(ac, &first);
+        ac->link = link_new(ac->zctx, loop, ac->endpoint, ac->tls, &first, s_link_msg, s_link_drop, ac, err,
+                            sizeof err);
         if (!ac->link) {
             log_error("%s", err);
             return -1;
@@ -152,7 +155,10 @@ static void s_relink(agent_t *ac, const char *ip)
         net_route_addr(ac->master_ip, ac->job->node.host_addr, sizeof ac->job->node.host_addr);
     link_destroy(&ac->link);
     snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
-    ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, s_link_msg, s_link_drop, ac, err, sizeof err);
+    struct link_first first;
+    agent_relay_first(ac, &first); /* the plan made at the first link (agent_relay_plan) */
+    ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, &first, s_link_msg, s_link_drop, ac, err,
+                        sizeof err);
     if (!ac->link) {
         log_error("%s", err);
         agent_proto_finish(ac, 125);

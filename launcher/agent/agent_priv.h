@@ -46,6 +46,9 @@ struct agent {
     tls_ctx_t *tls;
     struct relay *relay;       /* this node relays for others (agent_relay.c); NULL none */
     tls_ctx_t *relay_tls;      /* ... with its own credentials, as a server */
+    int ranked_relay;          /* ... from the start, as the ranked layout says (its JOIN names its endpoint) */
+    char first_relay[300];     /* this node's relay by the ranked layout ("tcp://HOST:PORT"), or "" */
+    int first_wait_ms;         /* ... how long it waits for it before it joins the coordinator directly */
     char coord_host[256];      /* the coordinator's host name (HELLO), which the relay's HELLO gives its nodes */
     char endpoint[300];
     char master_host[256];     /* --master's HOST, a name or a number */

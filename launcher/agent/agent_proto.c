@@ -217,12 +217,16 @@ void agent_proto_send_join(agent_t *ac)
         pf[i] = ac->pf.line[i];
     j.n_preflight = (size_t)(ac->pf.n < PF_MAX ? ac->pf.n : PF_MAX);
     j.preflight = pf;
+    const char *rep = agent_relay_join_endpoint(ac);
+    if (rep)
+        j.relay_endpoint = (char *)rep;
     uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->gen.generation + 1
                                                                  : (uint32_t)job->gen.generation;
     wire_init(&m, job->node.job_id, ac->st == AC_RUNNING ? (uint32_t)job->gen.generation : gen, WIRE_JOIN, &j);
     if (ac->st != AC_RUNNING)
         agent_proto_set_state(ac, AC_JOINING);
     agent_proto_up(ac, &m);
+    agent_relay_joined(ac); /* after the JOIN on the same session: the coordinator knows the relay first */
 }
 
 int agent_proto_hb_tick(loop_t *loop, int id, void *arg)

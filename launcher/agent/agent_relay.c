@@ -4,11 +4,31 @@
 #include "agent_relay.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "agent_priv.h"
 #include "creds.h"
+#include "joblayout.h"
+#include "link.h"
 #include "log.h"
 #include "relay.h"
+
+/* How long a node waits for its relay before it joins the coordinator directly: relays start with the job, so a
+ * few seconds, at least twice the heartbeat timeout, never more than a third of --rdzv-timeout. */
+static int s_relay_wait_ms(const struct opts *o)
+{
+    double s = 2 * o->heartbeat_timeout < 5 ? 5 : 2 * o->heartbeat_timeout;
+    if (s > o->rdzv_timeout / 3)
+        s = o->rdzv_timeout / 3;
+    return (int)(s * 1000) < 1 ? 1 : (int)(s * 1000);
+}
+
+/* tcp://HOST:PORT of host (a name, an IPv4 or IPv6 address) into out. */
+static void s_endpoint(char *out, size_t cap, const char *host, int port)
+{
+    int v6 = strchr(host, ':') != NULL;
+    snprintf(out, cap, "tcp://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
 
 static void s_ready(agent_t *ac, const char *endpoint, const char *text)
 {
@@ -32,12 +52,88 @@ static int s_up(void *arg, const Plaunch__Relayed *batch)
     return ac->link ? link_send(ac->link, &m) : -1;
 }
 
+/* This node relays by the layout: its relay listens at its own host and --master's port + 1 from the start. */
+static int s_start_ranked(agent_t *ac, const struct joblayout *l, const char *host, int port)
+{
+    const struct opts *o = &ac->job->opt;
+    char err[1024];
+    int insecure = 0;
+    if (!(ac->relay_tls = creds_tls(o, ac->job->node.host_addr, ac->job->node.hostname, 1, "", &insecure, err, sizeof err))) {
+        log_warn("cannot relay for the nodes behind rank %d: %s; they will join the coordinator directly",
+                 o->node_rank, err);
+        return -1;
+    }
+    struct relay_cfg cfg = { .bind_addr = host, .job_id = ac->job->node.job_id[0] ? ac->job->node.job_id : "pending",
+                             .hello_host = ac->master_host[0] ? ac->master_host : "coordinator",
+                             .max_children = joblayout_max_children(l, WIRE_MAX_RELAY_TO),
+                             .hb_interval_ms = (int)opts_ms(o->heartbeat),
+                             .hb_timeout_ms = (int)opts_ms(o->heartbeat_timeout), .port = port, .held = 1 };
+    if (!(ac->relay = relay_new(ac->zctx, ac->loop, ac->relay_tls, &cfg, s_up, ac, err, sizeof err))) {
+        log_warn("cannot relay for the nodes behind rank %d: %s; they will join the coordinator directly",
+                 o->node_rank, err);
+        tls_ctx_destroy(&ac->relay_tls);
+        return -1;
+    }
+    ac->ranked_relay = 1;
+    log_info("node rank %d relays for %d nodes of the layout (--relay-fanout %d) at %s", o->node_rank,
+             joblayout_children(l, o->node_rank), l->fanout, relay_endpoint(ac->relay));
+    return 0;
+}
+
+void agent_relay_plan(agent_t *ac, struct link_first *first)
+{
+    const struct opts *o = &ac->job->opt;
+    struct joblayout l;
+    char host[256], err[512];
+    if (o->node_rank < 1 || o->nnodes < 2 || o->nnodes_min < o->nnodes || !o->node_hosts[0] || o->insecure ||
+        ac->master_port >= 65535)
+        return;
+    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    int parent = joblayout_parent(&l, o->node_rank);
+    int me = joblayout_is_relay(&l, o->node_rank) ? o->node_rank : parent;
+    if (me < 1)
+        return;
+    if (opts_node_host(o, me, host, sizeof host, err, sizeof err) < 0) {
+        log_warn("--node-hosts: rank %d: %s; joining the coordinator", me, err);
+        return;
+    }
+    if (parent < 0) {
+        first->direct = s_start_ranked(ac, &l, host, ac->master_port + 1) == 0; /* never sent to another relay */
+        return;
+    }
+    s_endpoint(ac->first_relay, sizeof ac->first_relay, host, ac->master_port + 1);
+    ac->first_wait_ms = s_relay_wait_ms(o);
+    agent_relay_first(ac, first);
+    log_info("node rank %d joins through its relay, rank %d, at %s (the ranked layout; the coordinator directly if "
+             "it has not answered within %.1f s)", o->node_rank, parent, ac->first_relay,
+             first->relay_wait_ms / 1000.0);
+}
+
+void agent_relay_first(const agent_t *ac, struct link_first *first)
+{
+    *first = (struct link_first){ .direct = ac->ranked_relay, .relay = ac->first_relay,
+                                  .relay_wait_ms = ac->first_wait_ms };
+}
+
+const char *agent_relay_join_endpoint(const agent_t *ac)
+{
+    return ac->ranked_relay && ac->relay ? relay_endpoint(ac->relay) : NULL;
+}
+
+void agent_relay_joined(agent_t *ac)
+{
+    if (ac->ranked_relay && ac->relay)
+        relay_release(ac->relay, ac->job->node.job_id, ac->coord_host[0] ? ac->coord_host : ac->master_host);
+}
+
 static void s_start(agent_t *ac, const Plaunch__RelayStart *rs)
 {
     char err[1024];
     int insecure = 0;
-    if (ac->relay)
-        return; /* asked again: it relays already */
+    if (ac->relay) { /* asked again, or a relay of the ranked layout: it relays already */
+        s_ready(ac, relay_endpoint(ac->relay), "");
+        return;
+    }
     if (!ac->relay_tls)
         ac->relay_tls = creds_tls(&ac->job->opt, ac->job->node.host_addr, ac->job->node.hostname, 1, "", &insecure, err,
                                   sizeof err);
@@ -73,6 +169,8 @@ void agent_relay_on_msg(agent_t *ac, const wire_msg_t *m)
 
 void agent_relay_drop(agent_t *ac, const char *why)
 {
+    if (ac->ranked_relay && ac->relay) /* new children, and those still waiting, wait for the next JOIN */
+        relay_hold(ac->relay);
     if (ac->relay)
         relay_drop_all(ac->relay, why);
 }

@@ -15,9 +15,19 @@ typedef void (*link_msg_fn)(void *arg, const wire_msg_t *m);
  * credentials, or we refused its): the link stops. Otherwise a new handshake starts after a back-off. */
 typedef void (*link_drop_fn)(void *arg, const char *reason, int fatal);
 
-/* Connects to endpoint ("tcp://host:port"); tls NULL means plaintext. NULL + message in err on failure. */
-link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, link_msg_fn on_msg,
-                 link_drop_fn on_drop, void *arg, char *err, size_t errlen);
+/* Where the first session goes (NULL: to the coordinator, which may REDIRECT it). */
+struct link_first {
+    int direct;                 /* ask the coordinator to serve this node itself from the first session on (a relay) */
+    const char *relay;          /* "tcp://HOST:PORT": this node's relay by the ranked layout (docs/design.md, "The
+                                   fan-out tree"): the first session opens there; NULL or "" none */
+    int relay_wait_ms;          /* ... and goes to the coordinator (directly) when the relay has not said HELLO
+                                   within this long (late or dead), as when that session fails */
+};
+
+/* Connects to endpoint ("tcp://host:port"), or first to a relay; tls NULL means plaintext. NULL + message in err
+ * on failure. */
+link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, const struct link_first *first,
+                 link_msg_fn on_msg, link_drop_fn on_drop, void *arg, char *err, size_t errlen);
 void link_destroy(link_t **l);
 /* Sends one message; 0, or -1 with errno ENOTCONN when the session is not open (the caller retries after the
  * next HELLO), EBADMSG when m breaks a bound of the protocol (logged; it can never be sent). */

@@ -171,6 +171,7 @@ static void s_assign(coord_server_t *cs)
     free(t.sizes), free(t.addrs), free(t.ports);
     cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
+    coord_relay_census(cs); /* who holds a session where, as the generation starts */
 }
 
 /* A node that was a member comes back on a new session (its link broke): the job goes on. */

@@ -9,38 +9,33 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "joblayout.h"
 #include "log.h"
 
 /* A ZeroMQ routing id that starts with this asks to be served directly: a relay's own session, and a node whose
  * relay failed it (common to link.c; routing ids that libzmq makes start with a zero byte). */
 #define CR_DIRECT "PLDIRECT"
-#define CR_AUTO_FROM 512 /* --relay-fanout auto: a tree from this many nodes on */
-
-static int s_isqrt_up(int n)
-{
-    int k = 1;
-    while (k * k < n)
-        k++;
-    return k;
-}
-
 void coord_relay_init(coord_server_t *cs)
 {
     struct coord_tree *t = &cs->tree;
     const struct opts *o = &cs->job->opt;
-    int n = o->nnodes, k = o->relay_fanout;
-    if (!cs->tls || !cs->tr.router || k == 0 || (k < 0 && n <= CR_AUTO_FROM))
+    struct joblayout l;
+    if (!cs->tls || !cs->tr.router)
         return;
-    if (k < 0)
-        k = s_isqrt_up(n);
-    if (n - 1 <= k)
-        return; /* the coordinator holds them all anyway */
-    t->fanout = k;
-    t->want = (n - 1 + k) / (k + 1); /* relays and their K nodes each cover every node but the coordinator's */
-    t->max_children = k + k / 4 + 2 > WIRE_MAX_RELAY_TO ? WIRE_MAX_RELAY_TO : k + k / 4 + 2;
-    t->direct_left = t->want + t->want / 8 + 2;
-    log_info("coordinator: %d nodes form a tree: %d relays of about %d nodes each (--relay-fanout %s)", n, t->want,
-             k, o->relay_fanout < 0 ? "auto" : "K");
+    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    if (!l.nrelays)
+        return;
+    t->fanout = l.fanout;
+    t->want = l.nrelays;
+    t->max_children = joblayout_max_children(&l, WIRE_MAX_RELAY_TO);
+    t->ranked = o->node_hosts[0] && o->nnodes_min == o->nnodes;
+    t->direct_left = t->ranked ? 0 : t->want + t->want / 8 + 2;
+    t->asked = t->ranked ? t->want : 0; /* the layout's relays announce themselves */
+    log_info("coordinator: %d nodes form a tree: %d relays of about %d nodes each (--relay-fanout %s)", o->nnodes,
+             t->want, l.fanout, o->relay_fanout < 0 ? "auto" : "K");
+    if (t->ranked)
+        log_info("coordinator: ranked layout: relays are node ranks 1..%d; the others join them directly "
+                 "(--node-hosts)", t->want);
 }
 
 void coord_relay_free(coord_server_t *cs)
@@ -229,20 +224,59 @@ int coord_relay_room(coord_server_t *cs)
     return 0;
 }
 
-void coord_relay_consider(coord_server_t *cs, int peer)
+/* Relay slot for member `peer`: its own (a session again), one that a relay at the same endpoint left, or a new one.
+ * NULL out of memory. */
+static struct crelay *s_slot(coord_server_t *cs, int peer, const char *endpoint)
 {
     struct coord_tree *t = &cs->tree;
     struct peer *p = &cs->peers[peer];
-    if (!t->want || t->asked >= t->want || p->local || p->via || p->relay || !p->sess.ch)
-        return;
+    if (p->relay >= 1 && p->relay <= t->nrelays)
+        return &t->relays[p->relay - 1];
+    for (int i = 0; endpoint && i < t->nrelays; i++)
+        if (t->relays[i].peer < 0 && strcmp(t->relays[i].endpoint, endpoint) == 0) {
+            t->relays[i] = (struct crelay){ .peer = peer };
+            p->relay = i + 1;
+            return &t->relays[i];
+        }
     if (t->nrelays == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
         struct crelay *r = realloc(t->relays, (size_t)cap * sizeof *r);
         if (!r)
-            return;
+            return NULL;
         t->relays = r;
         t->cap = cap;
     }
+    t->relays[t->nrelays] = (struct crelay){ .peer = peer };
+    p->relay = ++t->nrelays;
+    return &t->relays[t->nrelays - 1];
+}
+
+/* A relay of the ranked layout: it took its children before it joined; ready at once, no RELAY_START. */
+static void s_ranked(coord_server_t *cs, int peer, const char *endpoint)
+{
+    struct peer *p = &cs->peers[peer];
+    struct crelay *r = s_slot(cs, peer, endpoint);
+    if (!r || r->ready)
+        return;
+    snprintf(r->endpoint, sizeof r->endpoint, "%s", endpoint);
+    r->ready = 1;
+    cs->tree.ranked_ready++;
+    log_debug("node %s relays at %s (the ranked layout; %d relays so far)", p->host, r->endpoint,
+              cs->tree.ranked_ready);
+}
+
+void coord_relay_consider(coord_server_t *cs, int peer, const char *ranked_ep)
+{
+    struct coord_tree *t = &cs->tree;
+    struct peer *p = &cs->peers[peer];
+    if (!t->want || p->local || p->via || !p->sess.ch)
+        return;
+    if (ranked_ep && strncmp(ranked_ep, "tcp://", 6) == 0) {
+        s_ranked(cs, peer, ranked_ep);
+        return;
+    }
+    if (t->asked >= t->want || p->relay)
+        return;
     Plaunch__RelayStart rs = PLAUNCH__RELAY_START__INIT;
     wire_msg_t m;
     unsigned char buf[128];
@@ -251,12 +285,42 @@ void coord_relay_consider(coord_server_t *cs, int peer)
     rs.heartbeat_interval_ms = opts_ms(cs->job->opt.heartbeat);
     rs.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
     wire_init(&m, cs->job_id, cs->generation, WIRE_RELAY_START, &rs);
-    t->relays[t->nrelays] = (struct crelay){ .peer = peer };
-    p->relay = ++t->nrelays;
+    if (!s_slot(cs, peer, NULL))
+        return;
     t->asked++;
     ssize_t n = wire_encode(&m, buf, sizeof buf, err, sizeof err);
     if (n > 0)
         coord_via_send(cs, peer, buf, (size_t)n);
+}
+
+void coord_relay_census(coord_server_t *cs)
+{
+    struct coord_tree *t = &cs->tree;
+    struct coord_census c = { .generation = cs->generation, .redirects = t->redirects };
+    struct joblayout l;
+    const struct opts *o = &cs->job->opt;
+    if (cs->state != CS_RUNNING || t->census_gen == cs->generation + 1)
+        return;
+    t->census_gen = cs->generation + 1;
+    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    for (int i = 1; i < cs->npeers; i++) {
+        const struct peer *p = &cs->peers[i];
+        if (!p->used || p->st != PS_MEMBER || p->local)
+            continue;
+        if (p->via) {
+            c.behind++;
+            continue;
+        }
+        c.direct++;
+        c.relays += p->relay >= 1;
+        c.fallback += t->ranked && p->req_rank >= 0 && joblayout_parent(&l, p->req_rank) >= 1;
+    }
+    t->census = c;
+    log_info("coordinator: census of generation %u: %d session%s here (%d relay%s, %d other node%s), %d node%s "
+             "behind relays, %d fell back from their relay, %ld REDIRECT%s sent", c.generation, c.direct,
+             c.direct == 1 ? "" : "s", c.relays, c.relays == 1 ? "" : "s", c.direct - c.relays,
+             c.direct - c.relays == 1 ? "" : "s", c.behind, c.behind == 1 ? "" : "s", c.fallback, c.redirects,
+             c.redirects == 1 ? "" : "s");
 }
 
 /* ---- what relays carry up ------------------------------------------------------------------------------------- */
@@ -423,6 +487,8 @@ void coord_relay_gone(coord_server_t *cs, int peer, int lost, const char *why)
     const char *host = cs->peers[peer].host;
     snprintf(text, sizeof text, "its relay, %s, was lost: %s", host, why);
     r->peer = -1; /* no more redirects there; what was queued for it is dropped */
+    if (r->ready && t->ranked && lost && t->asked > 0) /* re-planned: a member joining directly relays instead */
+        t->asked--;
     r->ready = 0;
     for (int i = 0; i < t->resv_n; i++)
         if (s_resv_at(t, i)->relay == (int)(r - t->relays))

@@ -109,3 +109,8 @@ void coord_server_stop_signal(coord_server_t *cs, int sig)
                          &(struct gp_cause_info){ .rank = -1, .node = -1, .exit_code = -1, .text = text });
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__SIGNAL, sig, text);
 }
+
+void coord_server_census(const coord_server_t *cs, struct coord_census *out)
+{
+    *out = cs->tree.census;
+}

@@ -27,4 +27,17 @@ int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, si
 /* This node's launcher got a stop signal: stop every node. */
 void coord_server_stop_signal(coord_server_t *cs, int sig);
 
+/* Who the coordinator holds a session for, counted when a generation starts to run (the census line of the log). */
+struct coord_census {
+    uint32_t generation;
+    int direct;                 /* members with a session here (the local agent not counted) ... */
+    int relays;                 /* ... of which relays */
+    int behind;                 /* members whose session is at a relay */
+    int fallback;               /* direct members the ranked layout puts behind a relay (their relay failed them;
+                                   some may relay now, asked when a relay of the layout was lost) */
+    long redirects;             /* REDIRECTs sent so far (newcomers that knew no rank) */
+};
+/* The last census; zeros before the first generation runs. */
+void coord_server_census(const coord_server_t *cs, struct coord_census *out);
+
 #endif

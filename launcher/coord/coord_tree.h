@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "coord_peers.h"
+#include "coord_server.h"
 #include "hindex.h"
 #include "wire.h"
 
@@ -53,6 +54,11 @@ struct coord_tree {
     struct coord_resv *resv;
     int resv_head, resv_n, resv_cap, resv_timer;
     long redirects, released, refused; /* for the log */
+    int ranked_ready;           /* relays that announced themselves in their JOIN */
+    int ranked;                 /* the ranked layout (--node-hosts, a fixed size): relays announce themselves in
+                                   their JOIN (relay_endpoint), nobody is asked to relay until one is lost */
+    uint32_t census_gen;        /* the generation the census line was written for, + 1 (0 none yet) */
+    struct coord_census census; /* of the last generation formed (coord_server.h) */
 };
 
 /* coord_relay.c: the tree itself (below coord_world.c, above coord_peers.c; calls up only through cs->ev) */
@@ -67,8 +73,12 @@ int coord_relay_route(coord_server_t *cs, int fd, const unsigned char *rid, size
 void coord_relay_direct(coord_server_t *cs, int peer);
 /* 1 when a newcomer would be sent to a relay now (one is ready and has room). */
 int coord_relay_room(coord_server_t *cs);
-/* A member that joined directly: RELAY_START when the tree still wants relays. */
-void coord_relay_consider(coord_server_t *cs, int peer);
+/* A member that joined directly: a relay of the ranked layout when its JOIN named its endpoint (ranked_ep not
+ * ""), else RELAY_START when the tree still wants relays. */
+void coord_relay_consider(coord_server_t *cs, int peer, const char *ranked_ep);
+/* Once per generation, when it runs: the census of sessions (direct, relays, behind relays) and REDIRECTs, logged
+ * and kept in cs->tree.census. */
+void coord_relay_census(coord_server_t *cs);
 /* RELAY_READY or RELAYED from a direct member. */
 void coord_relay_in(coord_server_t *cs, int peer, const wire_msg_t *m);
 /* A message for a node behind a relay (watch: it starts the node's heartbeats, an ASSIGN). 0, or -1. */

@@ -87,7 +87,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     log_info("node %s (%s, %u worker%s) joined for generation %d%s%s: %d of %d", p->host, p->addr, p->nproc,
              p->nproc == 1 ? "" : "s", p->joined_gen, p->via ? " through relay " : "",
              p->via ? cs->peers[p->via].host : "", coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes);
-    coord_relay_consider(cs, peer); /* the first to join directly relay for the later ones */
+    coord_relay_consider(cs, peer, j->relay_endpoint); /* the layout's relays; or the first to join directly */
     if (grow) {
         snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, coord_assign_live(cs));
         gp_incident_open(cs->gp, loop_now_ns(), GP_CAUSE_SCALE,

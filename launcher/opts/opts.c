@@ -128,6 +128,8 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
     snprintf(o->sched_note, sizeof o->sched_note, "%s", s.note);
     snprintf(o->node_name, sizeof o->node_name, "%s", s.node_name);
     int master_given = s_given(o, "master") || s_given(o, "master-addr") || s_given(o, "ips"), ours = 0;
+    /* the allocation's host list fits the allocation's shape only: not when the user gave it another */
+    int shape_given = master_given || s_given(o, "nnodes") || s_given(o, "node-rank");
     for (int i = 0; i < s.nsettings; i++) {
         const struct sched_setting *st = &s.settings[i];
         const struct optdef *d = s_find(st->name, strlen(st->name));
@@ -135,7 +137,8 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
         int coord = strcmp(st->name, "master-addr") == 0 || strcmp(st->name, "master-port") == 0;
         if (s_given(o, st->name) || (coord && (master_given || o->nnodes < 2)) ||
             (strcmp(st->name, "gpus") == 0 && s_given(o, "nproc-per-node")) ||
-            (strcmp(st->name, "node-rank") == 0 && o->nnodes_min < o->nnodes))
+            (strcmp(st->name, "node-rank") == 0 && o->nnodes_min < o->nnodes) ||
+            (strcmp(st->name, "node-hosts") == 0 && (shape_given || o->nnodes_min < o->nnodes)))
             continue;
         if (s_apply(o, d, st->value, st->origin, err, errlen) < 0)
             return -1;
@@ -300,7 +303,7 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
                  o->nnodes);
         return -1;
     }
-    if (opts_check_heartbeat(o, err, errlen) < 0)
+    if (opts_check_heartbeat(o, err, errlen) < 0 || opts_check_node_hosts(o, err, errlen) < 0)
         return -1;
     if (o->prog_argc < 1 && !o->print_config) {
         snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "

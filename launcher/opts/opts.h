@@ -52,6 +52,7 @@ struct opts {
     int insecure;              /* plaintext control plane */
     double heartbeat, heartbeat_timeout;
     int relay_fanout;          /* --relay-fanout: nodes per relay; -1 auto, 0 off (no tree) */
+    char node_hosts[8192];     /* --node-hosts: every node's host by rank (a Slurm host list); "" = not known */
     /* torchrun / Paddle spellings, folded into nnodes, master, node_rank and host by opts_compat_resolve */
     char master_addr[300];     /* --master-addr HOST or HOST:PORT */
     int master_port;           /* --master-port; 0 = not given */
@@ -103,6 +104,9 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
 /* How often agents report their ranks' progress and the coordinator judges it: a quarter of --hang-timeout,
  * within 0.25..10 s. */
 long opts_hang_tick_ms(const struct opts *o);
+
+/* The host of node `rank` in --node-hosts into out (cap bytes). 0, or -1 with a message (none given, bad index). */
+int opts_node_host(const struct opts *o, int rank, char *out, size_t cap, char *err, size_t errlen);
 
 /* Seconds as the control plane carries them: whole milliseconds, rounded, at least 1 (opts_check.c). */
 uint32_t opts_ms(double seconds);

@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "optfile.h"
+#include "sched_hostlist.h"
 #include "tls_chan.h"
 
 /* A JOIN carries --nproc-per-node (opts.h cannot see wire.h); the interval must leave room for a longer timeout. */
@@ -142,5 +143,34 @@ int opts_copy(char *dst, size_t cap, const char *val, const char *origin, char *
         return -1;
     }
     memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}
+
+int opts_node_host(const struct opts *o, int rank, char *out, size_t cap, char *err, size_t errlen)
+{
+    if (!o->node_hosts[0]) {
+        snprintf(err, errlen, "no --node-hosts");
+        return -1;
+    }
+    return sched_hostlist_nth(o->node_hosts, rank, out, cap, err, errlen);
+}
+
+int opts_check_node_hosts(const struct opts *o, char *err, size_t errlen)
+{
+    char why[512];
+    if (!o->node_hosts[0] || (o->nnodes <= 1 && o->nnodes_min <= 1))
+        return 0;
+    if (o->nnodes_min < o->nnodes) {
+        snprintf(err, errlen, "--node-hosts cannot be combined with an elastic --nnodes %d:%d: ranks follow the nodes "
+                 "present; drop --node-hosts", o->nnodes_min, o->nnodes);
+        return -1;
+    }
+    int n = sched_hostlist_each(o->node_hosts, OPTS_MAX_NODES, NULL, NULL, why, sizeof why);
+    if (n < 0)
+        snprintf(err, errlen, "--node-hosts %.600s", why);
+    else if (n != o->nnodes)
+        snprintf(err, errlen, "--node-hosts names %d host%s, but --nnodes is %d: give every node's host, in rank "
+                 "order", n, n == 1 ? "" : "s", o->nnodes);
+    return n == o->nnodes ? 0 : -1;
     return 0;
 }

@@ -179,6 +179,8 @@ static int s_from_ips(struct opts *o, char *err, size_t errlen)
     }
     if (o->node_rank < 0)
         o->node_rank = found;
+    if (!o->node_hosts[0]) /* every node's host by rank: a ranked node finds its relay (--node-hosts) */
+        snprintf(o->node_hosts, sizeof o->node_hosts, "%s", o->ips);
     /* This node advertises the address the list gives it, as Paddle's endpoints do, when it really has it. */
     if (!o->host[0] && o->node_rank < n && s_is_mine(ips[o->node_rank], mine, nmine))
         inet_ntop(AF_INET, &ips[o->node_rank], o->host, sizeof o->host);

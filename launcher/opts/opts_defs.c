@@ -10,6 +10,7 @@
 
 #include "gpus.h"
 #include "idlist.h"
+#include "sched_hostlist.h"
 
 #define s_copy opts_copy
 
@@ -265,6 +266,16 @@ static int s_set_relay_fanout(struct opts *o, const char *val, const char *origi
     return 0;
 }
 
+static int s_set_node_hosts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    char why[512];
+    if (sched_hostlist_each(val, OPTS_MAX_NODES, NULL, NULL, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s %.600s", origin, why);
+        return -1;
+    }
+    return opts_copy(o->node_hosts, sizeof o->node_hosts, val, origin, err, errlen);
+}
+
 static int s_set_on_hang(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     if (strcmp(val, "restart") && strcmp(val, "stop")) {
@@ -470,6 +481,10 @@ const struct optdef opts_defs[] = {
       "A job of many nodes forms a tree: about sqrt(nodes) of them each relay the TLS sessions, messages and "
       "heartbeats of K others, so the coordinator holds one session per relay. auto: from 513 nodes on, K the "
       "square root of --nnodes; off: every node talks to the coordinator (default: auto).", "auto", 0 },
+    { "node-hosts", NULL, NULL, 1, s_set_node_hosts, "HOSTS",
+      "Every node's host in rank order (a Slurm host list: gpu[001-128]; default: SLURM_STEP_NODELIST in a Slurm "
+      "step, Paddle's --ips). With --node-rank and a tree (--relay-fanout), a node joins its relay directly, at "
+      "its host and --master's port + 1: the coordinator holds only the relays' sessions.", NULL, 0 },
     { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
     { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
       "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5).", "2.5", 0 },

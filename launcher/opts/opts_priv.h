@@ -116,5 +116,7 @@ int opts_check_token_file(const char *path, const char *origin, char *err, size_
 int opts_range(const char *name, char *buf, size_t cap);
 /* --heartbeat-timeout longer than --heartbeat in whole milliseconds, as the ASSIGN carries them. */
 int opts_check_heartbeat(const struct opts *o, char *err, size_t errlen);
+/* --node-hosts names --nnodes hosts (a fixed size); 0 or -1. */
+int opts_check_node_hosts(const struct opts *o, char *err, size_t errlen);
 
 #endif

@@ -125,10 +125,28 @@ void relay_set_generation(relay_t *r, uint32_t gen)
     r->generation = gen;
 }
 
+void relay_release(relay_t *r, const char *job_id, const char *hello_host)
+{
+    if (!r->held)
+        return;
+    r->held = 0;
+    snprintf(r->job_id, sizeof r->job_id, "%s", job_id);
+    snprintf(r->hello_host, sizeof r->hello_host, "%s", hello_host);
+    for (int i = 0; i < r->nkids; i++)
+        if (r->kids[i].used && r->kids[i].waiting)
+            relay_kids_hello(r, i);
+    s_up_flush(r);
+}
+
+void relay_hold(relay_t *r)
+{
+    r->held = 1;
+}
+
 void relay_drop_all(relay_t *r, const char *why)
 {
-    for (int i = 0; i < r->nkids; i++)
-        if (r->kids[i].used) {
+    for (int i = 0; i < r->nkids; i++) /* those the coordinator knows; a held relay's waiting ones keep waiting */
+        if (r->kids[i].used && (r->kids[i].opened || !r->held)) {
             r->kids[i].opened = 0;
             relay_kids_end(r, i, NULL, 1);
         }
@@ -148,14 +166,17 @@ const char *relay_endpoint(const relay_t *r)
 
 /* ---- life cycle ----------------------------------------------------------------------------------------------- */
 
-static int s_listen(relay_t *r, const char *bind_addr, char *err, size_t errlen)
+static int s_listen(relay_t *r, const char *bind_addr, int port, char *err, size_t errlen)
 {
     char ep[WIRE_MAX_ENDPOINT + 16];
     int zero = 0, hs_ivl = CONN_AUTH_MS + 1000, backlog = r->max_children * 2 + 64;
     int64_t maxmsg = TLS_CHAN_FRAME_MAX + 64;
     size_t len = sizeof r->endpoint;
     int v6 = strchr(bind_addr, ':') != NULL;
-    snprintf(ep, sizeof ep, "tcp://%s%s%s:*", v6 ? "[" : "", bind_addr, v6 ? "]" : "");
+    char pnum[16] = "*";
+    if (port > 0)
+        snprintf(pnum, sizeof pnum, "%d", port);
+    snprintf(ep, sizeof ep, "tcp://%s%s%s:%s", v6 ? "[" : "", bind_addr, v6 ? "]" : "", pnum);
     if (!(r->router = zmq_socket(r->zctx, ZMQ_ROUTER)) ||
         zmq_setsockopt(r->router, ZMQ_IPV6, (int[]){ v6 }, sizeof(int)) < 0 ||
         zmq_setsockopt(r->router, ZMQ_LINGER, &zero, sizeof zero) < 0 ||
@@ -217,6 +238,7 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
     r->max_children = cfg->max_children;
     r->hb_interval_ms = cfg->hb_interval_ms;
     r->hb_timeout_ms = cfg->hb_timeout_ms;
+    r->held = cfg->held;
     r->up = (struct relay_up){ .fn = up, .arg = arg };
     /* the coordinator's limits, sized for this relay's nodes: they all may handshake at once */
     conn_guard_limits(&lim, r->max_children);
@@ -228,7 +250,7 @@ relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct
         snprintf(err, errlen, "out of memory");
         goto error;
     }
-    if (s_listen(r, cfg->bind_addr, err, errlen) < 0 || !(r->sess = relay_kids_server(r, s_drain, err, errlen)))
+    if (s_listen(r, cfg->bind_addr, cfg->port, err, errlen) < 0 || !(r->sess = relay_kids_server(r, s_drain, err, errlen)))
         goto error;
     heartbeat_init(&r->hb, r->hb_interval_ms / 1000.0, r->hb_timeout_ms / 1000.0);
     r->hb.sent_ns = loop_now_ns(); /* the first one an interval from now: no node has its ASSIGN yet */

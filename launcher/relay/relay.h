@@ -28,6 +28,10 @@ struct relay_cfg {
     uint32_t generation;        /* of what it writes itself; relay_set_generation follows the agent's */
     int max_children;           /* RELAY_START's */
     int hb_interval_ms, hb_timeout_ms;
+    int port;                   /* 0: an ephemeral port; else this one (a relay of the ranked layout, which its
+                                   children know from --node-hosts: docs/design.md, "The fan-out tree") */
+    int held;                   /* children's sessions open, but their HELLO (and OPENED up) waits for
+                                   relay_release: the relay's own JOIN must reach the coordinator first */
 };
 
 relay_t *relay_new(void *zctx, loop_t *loop, tls_ctx_t *server_tls, const struct relay_cfg *cfg, relay_up_fn up,
@@ -37,8 +41,15 @@ const char *relay_endpoint(const relay_t *r);
 /* A RELAYED from the coordinator (checked by wire_decode): messages to children, DROPs; items in order. */
 void relay_down(relay_t *r, const Plaunch__Relayed *batch);
 void relay_set_generation(relay_t *r, uint32_t gen);
+/* The relay's own JOIN is on its session with the coordinator: the children that authenticated meanwhile get their
+ * HELLO (naming hello_host, the coordinator's host) and go up as OPENED, in that order. job_id: the job's (known
+ * from the coordinator's HELLO). */
+void relay_release(relay_t *r, const char *job_id, const char *hello_host);
+/* Its session with the coordinator broke: new children wait again (relay_drop_all ended the others). */
+void relay_hold(relay_t *r);
 /* The relay's own session with the coordinator broke: every child's session ends (each goes back to the
- * coordinator); nothing is reported up. */
+ * coordinator); nothing is reported up. A held relay (relay_hold first) keeps the children whose HELLO waits: the
+ * coordinator never heard of them, and they get it at the next relay_release. */
 void relay_drop_all(relay_t *r, const char *why);
 /* Open child sessions. */
 int relay_children(const relay_t *r);

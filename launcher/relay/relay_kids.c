@@ -92,10 +92,14 @@ int relay_kids_send(relay_t *r, struct rchild *c, const void *buf, size_t len)
     return conn_session_send(r->sess, &c->sess, buf, len);
 }
 
-/* A child authenticated: HELLO to it (the relay speaks first, as the coordinator does), OPENED up. */
-static void s_hello(relay_t *r, int i)
+/* A child authenticated: HELLO to it (the relay speaks first, as the coordinator does), OPENED up; or, while the
+ * relay is held, both wait. */
+void relay_kids_hello(relay_t *r, int i)
 {
     struct rchild *c = &r->kids[i];
+    c->waiting = r->held;
+    if (r->held)
+        return;
     Plaunch__Hello h = PLAUNCH__HELLO__INIT;
     wire_msg_t m;
     unsigned char buf[512];
@@ -159,7 +163,7 @@ static void s_sess_restart(void *arg, int i)
 
 static void s_sess_ready(void *arg, int i)
 {
-    s_hello(arg, i);
+    relay_kids_hello(arg, i);
 }
 
 static void s_sess_message(void *arg, int i, const void *msg, size_t len)

@@ -20,6 +20,7 @@ struct rchild {
     struct conn_session_slot sess; /* routing id, connection, TLS session (launcher/conn/conn_session.c) */
     uint32_t handle;
     int opened;                 /* HELLO sent, OPENED queued */
+    int waiting;                /* authenticated while the relay was held: HELLO at relay_release */
     int watched;                /* it has an ASSIGN: its silence is news */
     uint64_t last_ns;
 };
@@ -32,6 +33,7 @@ struct relay {
     char job_id[WIRE_MAX_JOB_ID + 1], hello_host[WIRE_MAX_HOST + 1];
     uint32_t generation;
     int max_children, hb_interval_ms, hb_timeout_ms;
+    int held;                   /* struct relay_cfg's: children's HELLO waits for relay_release */
     char endpoint[WIRE_MAX_ENDPOINT + 1];
     conn_guard_t *guard;
     peerlog_t *plog;
@@ -58,5 +60,7 @@ int relay_kids_send(relay_t *r, struct rchild *c, const void *buf, size_t len);
  * close_notify leaves first. */
 void relay_kids_end(relay_t *r, int i, const char *why, int say_bye);
 void relay_kids_free(relay_t *r);
+/* HELLO to child i and OPENED up (once it authenticated and the relay is not held). */
+void relay_kids_hello(relay_t *r, int i);
 
 #endif

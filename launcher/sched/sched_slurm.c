@@ -153,6 +153,8 @@ int sched_slurm_read(char **envp, int forced, struct sched *s, char *err, size_t
         long port = SLURM_PORT_BASE + (jobnum % 2000) * 10 + stepnum % 10;
         snprintf(num, sizeof num, "%ld", port);
         sched_put(s, "master-addr", first, "Slurm: the first host of %s=%.120s", which, list);
+        if (strlen(list) < SCHED_VALUE_MAX) /* every node's host by rank (SLURM_NODEID): ranked nodes find relays */
+            sched_put(s, "node-hosts", list, "Slurm: %s", which);
         sched_put(s, "master-port", num, "Slurm: 10000 + (job %% 2000) x 10 + step %% 10, job %s step %s", job,
                   step);
     }

@@ -50,7 +50,10 @@ struct sim_opts {
     int procs;                 /* processes sharing the agents */
     int relays;                /* agents that can relay (sim_host.c), the first ones of each process's share */
     int fanout;                /* the coordinator's --relay-fanout (0 off), for the count of relays it wants */
-    int want;                  /* relays the coordinator wants (as coord_relay.c counts them) */
+    int want;                  /* relays the coordinator wants (launcher/job/joblayout.c) */
+    int ranked;                /* the ranked layout (default): agent i is node rank i + 1, agents 0..want-1 relay from
+                                  the start, the others go to their relay directly; 0 (--elastic): REDIRECTs */
+    int relay_port;            /* ranked: where relay agent j listens (at its address; + j with --addr) */
     double heartbeat, hb_timeout;
     const char *keys[SIM_MAX_KEYS];
     int nkeys;
@@ -189,6 +192,12 @@ void sim_host_join(struct sim_run *run);
 int sim_host_send(struct sim_agent *a, const wire_msg_t *m);
 /* RELAY_START (answered RELAY_READY; an agent that is not hosted answers that it cannot) or RELAYED. */
 void sim_host_relay(struct sim_agent *a, const wire_msg_t *m);
+/* Ranked: the endpoint a hosted agent's JOIN names (NULL: none) ... */
+const char *sim_host_join_endpoint(const struct sim_agent *a);
+/* ... and, its JOIN sent, its relay's held children get their HELLO. */
+void sim_host_joined(struct sim_agent *a);
+/* Ranked: where relay agent j listens ("tcp://ADDR:PORT"). */
+void sim_host_relay_ep(const struct sim_opts *o, int j, char *out, size_t cap);
 
 /* sim_proc.c (for sim_main.c) */
 /* The process's user + system CPU seconds, -1 when it cannot be read. */

@@ -59,11 +59,17 @@ static void s_send_join(struct sim_agent *a)
     j.n_worker_ports = (size_t)o->nproc;
     j.worker_ports = ports;
     j.master_port = 9000 + (uint32_t)(a->idx % 1000);
+    const char *rep = sim_host_join_endpoint(a);
+    if (rep)
+        j.relay_endpoint = (char *)rep;
     wire_init(&m, a->job_id, a->generation, WIRE_JOIN, &j);
-    if (sim_net_send(a, &m) == 0 && !a->joined_once) {
+    int sent = sim_net_send(a, &m) == 0;
+    if (sent && !a->joined_once) {
         a->joined_once = 1;
         a->join_ns = sim_now_ns();
     }
+    if (sent && a->host)
+        sim_host_joined(a);
 }
 
 /* Worker l's next request: the id of key k (rank 0 publishes it first), or the barrier once it holds them all. */

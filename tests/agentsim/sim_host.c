@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "joblayout.h"
 #include "link.h"
 #include "relay.h"
 
@@ -51,6 +52,8 @@ static void s_on_drop(void *arg, const char *reason, int fatal)
     struct sim_host *h = arg;
     int over = h->a->st == SA_DONE || h->a->st == SA_FAILED; /* the coordinator's BYE came: its close is no news */
     h->a->open = 0;
+    if (h->relay && !over && h->th.run->o->ranked) /* as the real agent: the waiting children wait on */
+        relay_hold(h->relay);
     if (h->relay && !over) /* after the BYE its nodes close their sessions themselves, as they take theirs */
         relay_drop_all(h->relay, reason);
     if (!over)
@@ -77,6 +80,55 @@ static int s_tick(loop_t *loop, int id, void *arg)
     return loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) < 0 ? -1 : 0;
 }
 
+static int s_relay_up(void *arg, const Plaunch__Relayed *batch);
+
+void sim_host_relay_ep(const struct sim_opts *o, int j, char *out, size_t cap)
+{
+    if (o->addr)
+        snprintf(out, cap, "tcp://%s:%d", o->addr, o->relay_port + j);
+    else
+        snprintf(out, cap, "tcp://127.%d.%d.%d:%d", 1 + j / 65536, j / 256 % 256, j % 256, o->relay_port);
+}
+
+/* Ranked: this host's relay from the start, held until its JOIN is sent (as launcher/agent/agent_relay.c). */
+static int s_start_ranked(struct sim_host *h)
+{
+    struct sim_run *run = h->th.run;
+    const struct sim_opts *o = run->o;
+    struct joblayout l;
+    char err[512], ep[WIRE_MAX_ENDPOINT + 1], bind[64];
+    int port;
+    joblayout_plan(&l, o->nnodes, o->fanout);
+    sim_host_relay_ep(o, h->a->idx, ep, sizeof ep);
+    if (sscanf(ep, "tcp://%63[^:]:%d", bind, &port) != 2)
+        return -1;
+    struct relay_cfg cfg = { .bind_addr = bind, .job_id = "pending", .hello_host = "coordinator",
+                             .max_children = joblayout_max_children(&l, WIRE_MAX_RELAY_TO),
+                             .hb_interval_ms = (int)(o->heartbeat * 1000), .hb_timeout_ms = (int)(o->hb_timeout * 1000),
+                             .port = port, .held = 1 };
+    h->relay = relay_new(run->zctx, h->loop, run->server_tls, &cfg, s_relay_up, h, err, sizeof err);
+    if (!h->relay) {
+        sim_log(run, "agent %d: cannot relay at %s: %s", h->a->idx, ep, err);
+        s_up_byte(run, SIM_UP_NORELAY);
+        return -1;
+    }
+    h->a->relaying = 1;
+    s_up_byte(run, SIM_UP_RELAY);
+    return 0;
+}
+
+const char *sim_host_join_endpoint(const struct sim_agent *a)
+{
+    return a->host && a->host->relay && a->th->run->o->ranked ? relay_endpoint(a->host->relay) : NULL;
+}
+
+void sim_host_joined(struct sim_agent *a)
+{
+    struct sim_host *h = a->host;
+    if (h && h->relay && a->th->run->o->ranked)
+        relay_release(h->relay, a->job_id, h->hello_host);
+}
+
 static void *s_thread(void *arg)
 {
     struct sim_run *run = arg;
@@ -86,7 +138,12 @@ static void *s_thread(void *arg)
         struct sim_host *h = &run->hosts[i];
         h->loop = loop;
         h->a->sessions = 1;
-        if (!loop || !(h->link = link_new(run->zctx, loop, h->a->endpoint, run->tls, s_on_msg, s_on_drop, h, err,
+        /* a relay is always served directly: a ranked one from its first session on; one the coordinator will ask
+         * joins as a newcomer first (taking one of the places it keeps for relays), as a real agent does */
+        struct link_first first = { .direct = run->o->ranked };
+        if (loop && run->o->ranked)
+            s_start_ranked(h);
+        if (!loop || !(h->link = link_new(run->zctx, loop, h->a->endpoint, run->tls, &first, s_on_msg, s_on_drop, h, err,
                                           sizeof err))) {
             sim_log(run, "agent %d (a relay): %s", h->a->idx, loop ? err : "out of memory");
             h->a->errors++;
@@ -94,7 +151,7 @@ static void *s_thread(void *arg)
             atomic_fetch_add(&run->failed, 1);
             continue;
         }
-        link_set_direct(h->link, 1); /* a relay is always served directly */
+        link_set_direct(h->link, 1);
     }
     if (loop && loop_timer_after_ms(loop, SH_TICK_MS, s_tick, run) > 0)
         loop_run(loop);
@@ -162,8 +219,10 @@ void sim_host_relay(struct sim_agent *a, const wire_msg_t *m)
         s_ready(a, "", "a simulated agent of pl_agentsim's epoll threads cannot relay");
         return;
     }
-    if (h->relay)
-        return; /* asked again: it relays already */
+    if (h->relay) { /* asked again, or ranked: it relays already */
+        s_ready(a, relay_endpoint(h->relay), "");
+        return;
+    }
     const Plaunch__RelayStart *rs = m->relay_start;
     struct relay_cfg cfg = { .bind_addr = a->addr, .job_id = a->job_id, .hello_host = h->hello_host,
                              .generation = a->generation, .max_children = (int)rs->max_children,

@@ -3,6 +3,7 @@
  * agent's protocol code (common/wire, common/tls). Measures the rendezvous, the coordinator's CPU at steady
  * heartbeats and its peak RSS, and checks what every agent got; scripts/bench-scale.sh and agentsim.t run it. */
 #include "sim.h"
+#include "joblayout.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@ static const char s_usage[] =
     "Usage: pl_agentsim --master HOST:PORT --agents N [--nnodes N] [--nproc P] [--threads T] [--window W]\n"
     "                   [--heartbeat S] [--heartbeat-timeout S] [--ranks] [--silent K] [--keys K1,K2]\n"
     "                   [--coord-pid PID] [--settle S] [--hb-window S] [--deadline S] [--addr ADDR] [--procs K]\n"
+    "                   [--relay-fanout F] [--relays R] [--elastic] [--relay-port P]\n"
     "PLAUNCH_TOKEN holds the job's token. N agents join the coordinator at HOST:PORT (--nnodes: what every ASSIGN\n"
     "must say, default N + 1: node 0 is a real plaunch), P simulated workers each get the ids of the keys (default\n"
     "world,pipeline) and pass barrier 'done', then heartbeats run for --settle + --hb-window s (the coordinator's\n"
@@ -31,7 +33,10 @@ static const char s_usage[] =
     "are shared by K processes of --threads threads each (default: as many as the descriptor limit needs, five\n"
     "descriptors per agent). --relay-fanout auto|off|K: the coordinator's (default auto); --relays R: agents\n"
     "that can relay, each on a thread of its own running the real agent's link and relay code (default: as many\n"
-    "as the coordinator wants, plus 2); they join first. Prints one line of\n"
+    "as the coordinator wants, plus 2); they join first. By default the join is ranked (--nnodes N + 1 only):\n"
+    "agent i is node rank i + 1, the layout's relays (ranks 1..R, launcher/job/joblayout.h) relay from the start\n"
+    "at their address and --relay-port (default: the coordinator's port + 1), the others join their relay directly;\n"
+    "--elastic: no ranks known, the coordinator REDIRECTs newcomers to the relays it asked. Prints one line of\n"
     "results and the checks; exit 0 when every check passed, 1 otherwise, 2 for bad usage.\n";
 
 struct sim_cli {
@@ -40,16 +45,12 @@ struct sim_cli {
     double settle, hb_window, deadline;
 };
 
-/* The relays a coordinator of n nodes wants at --relay-fanout k (-1 auto, 0 off), as launcher/coord/coord_relay.c
- * counts them. */
-static int s_relays_wanted(int n, int k)
+/* Descriptors agents [0, upto) need: each its own (and a REDIRECT's second socket), a ranked relay its nodes'
+ * connections too (relays are agents 0..want-1). */
+static long s_cost_upto(const struct sim_opts *o, int upto)
 {
-    if (k == 0 || (k < 0 && n <= 512))
-        return 0;
-    if (k < 0)
-        for (k = 1; k * k < n; k++)
-            ;
-    return n - 1 <= k ? 0 : (n - 1 + k) / (k + 1);
+    long k = o->want ? o->agents / o->want + 1 : 0, relays = o->ranked ? (upto < o->want ? upto : o->want) : 0;
+    return (long)upto * (SIM_FDS_PER_AGENT + 5) + relays * (k + k / 4 + 18);
 }
 
 static int s_parse(int argc, char **argv, struct sim_cli *c)
@@ -60,14 +61,14 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         { "heartbeat-timeout", 1, 0, 'H' }, { "ranks", 0, 0, 'r' }, { "silent", 1, 0, 's' }, { "keys", 1, 0, 'k' },
         { "coord-pid", 1, 0, 'c' }, { "settle", 1, 0, 'S' }, { "hb-window", 1, 0, 'W' }, { "deadline", 1, 0, 'd' },
         { "addr", 1, 0, 'a' }, { "procs", 1, 0, 'P' }, { "relay-fanout", 1, 0, 'f' }, { "relays", 1, 0, 'R' },
-        { "help", 0, 0, '?' }, { 0, 0, 0, 0 } };
+        { "elastic", 0, 0, 'e' }, { "relay-port", 1, 0, 'y' }, { "help", 0, 0, '?' }, { 0, 0, 0, 0 } };
     static char keys[256] = "world,pipeline";
     struct sim_opts *o = &c->o;
     const char *master = NULL;
     int opt;
     *c = (struct sim_cli){ .settle = 2, .hb_window = 10, .deadline = 300 };
     *o = (struct sim_opts){ .nproc = 1, .heartbeat = 0.5, .hb_timeout = 2.5,
-                            .nnodes = -1, .threads = -1, .fanout = -1, .relays = -1 };
+                            .nnodes = -1, .threads = -1, .fanout = -1, .relays = -1, .ranked = 1 };
     while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (opt) {
         case 'm': master = optarg; break;
@@ -89,6 +90,8 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         case 'P': o->procs = atoi(optarg); break;
         case 'f': o->fanout = strcmp(optarg, "auto") == 0 ? -1 : strcmp(optarg, "off") == 0 ? 0 : atoi(optarg); break;
         case 'R': o->relays = atoi(optarg); break;
+        case 'e': o->ranked = 0; break;
+        case 'y': o->relay_port = atoi(optarg); break;
         default: fputs(s_usage, stderr); return -1;
         }
     }
@@ -97,15 +100,21 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         o->keys[o->nkeys++] = k;
     if (o->nnodes < 0)
         o->nnodes = o->agents + 1;
-    o->want = s_relays_wanted(o->nnodes, o->fanout);
+    struct joblayout l;
+    joblayout_plan(&l, o->nnodes, o->fanout);
+    o->want = l.nrelays;
+    if (o->ranked && o->nnodes != o->agents + 1)
+        o->ranked = 0; /* the layout needs every rank: agent i is node i + 1 */
+    if (o->ranked) /* the layout's relays are ranks 1..R: agents 0..R-1 */
+        o->ranks = 1, o->relays = o->want;
     if (o->relays < 0)
         o->relays = o->want ? o->want + 2 : 0;
     if (o->procs <= 0) { /* as many as the descriptor limit needs: a relay holds its nodes' connections, a REDIRECT
                           * briefly holds two sockets (libzmq aborts a process that runs out) */
         struct rlimit rl;
-        long per = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
-                       ? ((long)rl.rlim_max - 512) / (SIM_FDS_PER_AGENT + 5) : 100000;
-        o->procs = (int)((o->agents + per - 1) / per);
+        long cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > 1024
+                       ? (long)rl.rlim_max - 512 : 1000000;
+        o->procs = (int)((s_cost_upto(o, o->agents) + cap - 1) / cap);
     }
     if (o->threads < 0)
         o->threads = o->procs > 1 ? 1 : 2;
@@ -117,6 +126,13 @@ static int s_parse(int argc, char **argv, struct sim_cli *c)
         return -1;
     }
     snprintf(o->endpoint, sizeof o->endpoint, "tcp://%s", master);
+    const char *colon = strrchr(master, ':');
+    if (!o->relay_port) /* as plaunch's ranked relays: --master's port + 1 */
+        o->relay_port = colon ? atoi(colon + 1) + 1 : 0;
+    if (o->ranked && (o->relay_port < 1 || o->relay_port + (o->addr ? o->want : 0) > 65535)) {
+        fputs(s_usage, stderr);
+        return -1;
+    }
     return 0;
 }
 
@@ -358,8 +374,15 @@ static void s_tell(struct sim_child *ch, int k, char c)
 static int s_fork(const struct sim_opts *o, struct sim_child *ch, int i)
 {
     int up[2], down[2];
-    ch->first = (int)((long)o->agents * i / o->procs);
-    ch->n = (int)((long)o->agents * (i + 1) / o->procs) - ch->first;
+    /* shares of equal descriptor cost: the ranked layout's relays (the first agents) take room for their nodes */
+    long total = s_cost_upto(o, o->agents);
+    int a = 0, b;
+    while (a < o->agents && s_cost_upto(o, a) < total * i / o->procs)
+        a++;
+    for (b = a; b < o->agents && s_cost_upto(o, b) < total * (i + 1) / o->procs;)
+        b++;
+    ch->first = a;
+    ch->n = (i == o->procs - 1 ? o->agents : b) - a;
     if (pipe(up) < 0 || pipe(down) < 0)
         return -1;
     fflush(NULL);

@@ -1,6 +1,7 @@
 /* sim_part: one process's share of the simulated agents: its descriptor limit, ZeroMQ context and TLS context,
  * its threads, the phases sim_main.c tells it through a pipe, and its agents' results sent back at the end. */
 #include "sim.h"
+#include "joblayout.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -44,6 +45,8 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
     }
     int k = o->want ? o->agents / o->want + 1 : 0, nh = (int)((long)o->relays * (run->first + run->n) / o->agents) -
                                                          (int)((long)o->relays * run->first / o->agents);
+    if (o->ranked) /* the layout's relays: agents 0..want-1, wherever they fall */
+        nh = run->first < o->want ? (run->first + run->n < o->want ? run->n : o->want - run->first) : 0;
     if (nh > run->n)
         nh = run->n;
     if (nh && !(run->server_tls = tls_ctx_new_psk(1, key, keylen, err, sizeof err))) {
@@ -59,6 +62,8 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
     }
     if (!(run->threads = calloc((size_t)o->threads, sizeof *run->threads)))
         return -1;
+    struct joblayout layout;
+    joblayout_plan(&layout, o->nnodes, o->fanout);
     for (int t = 0; t < o->threads; t++) {
         struct sim_thread *th = &run->threads[t];
         th->run = run;
@@ -77,6 +82,8 @@ static int s_setup(struct sim_run *run, const struct sim_opts *o)
                 snprintf(a->addr, sizeof a->addr, "127.%d.%d.%d", 1 + a->idx / 65536, a->idx / 256 % 256,
                          a->idx % 256);
             snprintf(a->endpoint, sizeof a->endpoint, "tcp://%s:0;%s", a->addr, o->endpoint + strlen("tcp://"));
+            if (o->ranked && joblayout_parent(&layout, a->idx + 1) >= 1) /* straight to its relay */
+                sim_host_relay_ep(o, joblayout_parent(&layout, a->idx + 1) - 1, a->relay_ep, sizeof a->relay_ep);
         }
     }
     /* the agents that can relay: the first nh of this process's share, spread over its threads' arrays */

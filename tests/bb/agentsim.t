@@ -6,14 +6,17 @@
 # within the heartbeat timeout: the coordinator names it, every other agent gets STOP(NODE_LOST), node 0 exits 125.
 # The same through the fan-out tree (--relay-fanout 16: 31 relays, run by the simulator's agents that can relay with
 # the real agent's link and relay code): the same checks, most agents behind a relay, and a silent agent behind a
-# relay is lost within the heartbeat timeout as its relay reports it.
+# relay is lost within the heartbeat timeout as its relay reports it (--elastic: no agent knows its rank, the
+# coordinator asks the first to join to relay and REDIRECTs the others). And the ranked join at 2,048 nodes: agent i
+# is node rank i + 1, the layout's 44 relays relay from the start and every other agent goes to its relay directly:
+# the coordinator holds no more sessions than the relays (<= fan-out + relays).
 # And the descriptor limit: a coordinator raises its own to what the job needs, and says why when it cannot.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 have_nccl || { echo "1..0 # SKIP no libnccl.so.2 on this machine (node 0's worker needs ncclGetUniqueId)"; exit 0; }
 SIM="$PLAUNCH_BUILD/tests/tools/pl_agentsim"
 [ -x "$SIM" ] || { echo "Bail out! $SIM is not built (make unit)"; exit 1; }
-plan 25
+plan 29
 
 N=512 PORT=29611 HB=0.5 HBT=4
 NS="pa$$"; NS=${NS:0:10}
@@ -25,9 +28,10 @@ ip netns add "$NS" && ip -n "$NS" link set lo up || { echo "Bail out! cannot cre
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PLAUNCH_TIMEOUT_MS=180000 # node 0's worker waits for the whole world at its barrier: a loaded 2-core machine
+NODE0_OPTS=()
 # node0 NAME: the real plaunch (the coordinator and one nccl_id worker) in the background; its pid in $T/NAME.pid
 node0() {
-    in_ns "$PLAUNCH" --nnodes $N --node-rank 0 --relay-fanout "${FANOUT:-auto}" --master 127.0.0.1:$PORT --nproc-per-node 1 --rdzv-timeout 240 \
+    in_ns "$PLAUNCH" --nnodes $N --node-rank 0 --relay-fanout "${FANOUT:-auto}" "${NODE0_OPTS[@]}" --master 127.0.0.1:$PORT --nproc-per-node 1 --rdzv-timeout 240 \
         --heartbeat $HB --heartbeat-timeout $HBT --quiet --log-dir "$T/$1" "$PLAUNCH_BUILD/bin/nccl_id" \
         >"$T/$1.out" 2>"$T/$1.err" &
     echo $! >"$T/$1.pid"
@@ -89,7 +93,7 @@ is "$(grep -Eo 'node [0-9]+ \([^)]*\) lost: ' <<<"$log" | sort -u | wc -l)" 1 ".
 
 # 3. the fan-out tree: 31 relays of up to 22 agents each
 FANOUT=16
-scenario c --settle 0 --hb-window 1
+scenario c --settle 0 --hb-window 1 --elastic
 is "$src $wrc" "0 0" "through 31 relays: every check of the simulator passes, node 0 ends with status 0"
 like "$out" "check ok: 511 of 511 agents assigned, each a distinct node rank and its own contiguous range of 1 ranks" \
     "... 511 distinct node ranks, one contiguous range of ranks each"
@@ -102,7 +106,7 @@ like "$(cat "$T/c/$PLOG")" "coordinator: 512 nodes form a tree: 31 relays of abo
     "the coordinator's log says it forms a tree"
 
 # 4. the last agent (behind a relay) falls silent: its relay reports it after the heartbeat timeout
-scenario d --silent 1
+scenario d --silent 1 --elastic
 det=$(field lost_detect_s "$line")
 is "$src $wrc" "0 125" "a silent agent behind a relay: every live agent gets STOP(NODE_LOST); node 0 ends with 125"
 ok $(awk -v d="${det:--1}" -v t=$HBT -v h=$HB 'BEGIN { exit !(d >= t - h && d <= t + 3) }'; echo $?) \
@@ -111,7 +115,19 @@ like "$(cat "$T/d/$PLOG" 2>/dev/null)" "node [0-9]+ \(sim-0*510, [0-9.]+\) lost:
     "the coordinator's log names the silent agent and its relay"
 FANOUT=auto
 
-# 5. a descriptor limit below what 512 nodes need (512 + 2 x 256 + 256): raised as root; explained without
+# 5. the ranked join: 2,048 nodes that know their ranks and hosts (--node-hosts: node 0, then agent i at 127.1.0.0 + i)
+N=2048 NODE0_OPTS=(--node-hosts "127.0.0.1,127.1.[0-6].[0-255],127.1.7.[0-254]")
+scenario e --settle 0 --hb-window 1
+NODE0_OPTS=() N=512
+is "$src $wrc" "0 0" "2,048 ranked nodes: every check of the simulator passes, node 0 ends with status 0"
+is "$(field relays "$line") $(field via_relays "$line")" "44 0" "44 agents relay (ranks 1-44, from the start); none was redirected"
+census=$(grep -ao 'census of generation 0: .*' "$T/e/$PLOG" | head -1)
+echo "# $census"
+is "$census" "census of generation 0: 44 sessions here (44 relays, 0 other nodes), 2003 nodes behind relays, 0 fell back from their relay, 0 REDIRECTs sent" \
+    "the coordinator holds the 44 relays' sessions only (<= fan-out 46 + 44 relays); 2,003 nodes are behind them"
+is "$(grep -v 'census of generation' "$T/e/$PLOG" | grep -c 'REDIRECT')" 0 "... and its log shows no REDIRECT"
+
+# 6. a descriptor limit below what 512 nodes need (512 + 2 x 256 + 256): raised as root; explained without
 # CAP_SYS_RESOURCE. Nobody joins: --rdzv-timeout 1 ends each run.
 fdrun() { # fdrun NAME [setpriv...]: node 0 under a hard limit of 1100 descriptors
     local name=$1

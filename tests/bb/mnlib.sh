@@ -27,3 +27,13 @@ mn_alive_in() {
     for f in $1; do [ -e "$f" ] && alive "$(cat "$f")" && n=$((n + 1)); done
     echo $n
 }
+# mn_go_worker FILE: writes the worker most multi-node tests run: it records its rank and world size for each
+# generation in $OUTDIR/start.GENERATION.NODE_RANK, then waits for the file $OUTDIR/go (polled).
+mn_go_worker() {
+    cat >"$1" <<'W'
+#!/bin/bash
+echo "$RANK $WORLD_SIZE" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
+while [ ! -e "$OUTDIR/go" ]; do sleep 0.05; done
+W
+    chmod +x "$1"
+}

@@ -19,13 +19,7 @@ MASTER="$(netns_addr "$NS" 1):$PORT"
 TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export OUTDIR=$T
 
-# The worker: records its rank for each generation, then waits for the file 'go' (polled).
-cat >w.sh <<'W'
-#!/bin/bash
-echo "$RANK $WORLD_SIZE" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
-while [ ! -e "$OUTDIR/go" ]; do sleep 0.05; done
-W
-chmod +x w.sh
+mn_go_worker w.sh # records its rank for each generation, then waits for the file 'go'
 COORD_LOG=log1/plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log
 reset() { mn_kill_all; rm -rf start.* go log[0-9]*; }
 # nodes FIRST LAST ARGS...: starts plaunch on hosts FIRST..LAST

@@ -387,6 +387,24 @@ static void test_paddle_ips_and_rank(void **state)
     s_expect_fail(ARGV("prog"), ENVP("PLAUNCH_IPS=1.2.3"), "environment PLAUNCH_IPS '1.2.3'", NULL);
 }
 
+/* --node-hosts: every node's host by rank (a Slurm host list), --nnodes of them, a fixed size only; --ips fills it. */
+static void test_node_hosts(void **state)
+{
+    char host[64], err[256];
+    s_expect_ok(ARGV("--nnodes", "9", "--master", "a:1", "--node-rank", "3", "--node-hosts", "gpu[01-09]", "prog"),
+                s_noenv);
+    assert_int_equal(opts_node_host(&s_o, 3, host, sizeof host, err, sizeof err), 0);
+    assert_string_equal(host, "gpu04");
+    assert_int_equal(opts_node_host(&s_o, 9, host, sizeof host, err, sizeof err), -1);
+    s_expect_ok(ARGV("--ips", "127.0.0.1,198.18.255.254", "prog"), s_noenv);
+    assert_string_equal(s_o.node_hosts, "127.0.0.1,198.18.255.254");
+    s_expect_fail(ARGV("--nnodes", "9", "--master", "a:1", "--node-hosts", "gpu[01-08]", "prog"), s_noenv,
+                  "--node-hosts names 8 hosts, but --nnodes is 9", NULL);
+    s_expect_fail(ARGV("--nnodes", "2:9", "--master", "a:1", "--node-hosts", "gpu[01-09]", "prog"), s_noenv,
+                  "--node-hosts cannot be combined with an elastic --nnodes 2:9", NULL);
+    s_expect_fail(ARGV("--node-hosts", "gpu[3-1]", "prog"), s_noenv, "--node-hosts", "range 3-1 goes down", NULL);
+}
+
 static void test_help_and_version(void **state)
 {
     static char out[16384];
@@ -416,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_torchrun_master_spellings),
         cmocka_unit_test(test_standalone),
         cmocka_unit_test(test_paddle_ips_and_rank),
+        cmocka_unit_test(test_node_hosts),
         cmocka_unit_test(test_help_and_version),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);

@@ -322,12 +322,14 @@ static int s_open_kid(struct fx *f, uint32_t *handle)
 
 /* ---- fixture --------------------------------------------------------------------------------------------- */
 
+static int s_fx_held; /* the next fixture's relay is held (a relay of the ranked layout before its JOIN) */
+
 static struct fx *s_fx_at(const char *addr, int max_children)
 {
     static struct fx f;
     struct relay_cfg cfg = { .bind_addr = addr, .job_id = "relayjob", .hello_host = "coordhost",
                              .generation = 0, .max_children = max_children, .hb_interval_ms = HB_MS,
-                             .hb_timeout_ms = HB_TIMEOUT_MS };
+                             .hb_timeout_ms = HB_TIMEOUT_MS, .held = s_fx_held };
     char err[512];
     memset(&f, 0, sizeof f);
     f.loop = loop_new();
@@ -452,6 +454,34 @@ static void test_open_join_heartbeat(void **state)
     s_run(f, c_never, NULL, 3 * HB_MS);
     assert_true(f->kids[i].heartbeats >= 2);
     assert_int_equal(s_count(f, PLAUNCH__RELAY_ITEM__EVENT__MESSAGE, 0), 2);
+    s_fx_free(f);
+}
+
+/* A held relay completes a child's handshake but says nothing (no HELLO down, no OPENED up) until relay_release,
+ * keeps it when its own session breaks meanwhile, and then greets it with the job and host it was given. */
+static void test_held_until_release(void **state)
+{
+    s_fx_held = 1;
+    struct fx *f = s_fx_new(4);
+    s_fx_held = 0;
+    int i = s_kid_new(f, 1);
+    s_run(f, c_never, NULL, 300);
+    assert_int_equal(f->kids[i].ntypes, 0);
+    assert_int_equal(f->nitems, 0);
+    assert_int_equal(relay_children(f->r), 1); /* its TLS session is open */
+    relay_drop_all(f->r, NULL);                  /* the relay's own session broke before its JOIN */
+    s_run(f, c_never, NULL, 100);
+    assert_int_equal(relay_children(f->r), 1);
+    assert_false(f->kids[i].disconnected);
+    relay_release(f->r, "thejob", "thecoord");
+    UNTIL(f, c_hello, &i);
+    assert_int_equal(f->kids[i].types[0], WIRE_HELLO);
+    assert_string_equal(f->kids[i].hello_host, "thecoord");
+    assert_string_equal(f->kids[i].hello_job, "thejob");
+    UNTIL(f, c_event, ((int[]){ PLAUNCH__RELAY_ITEM__EVENT__OPENED, 1 }));
+    relay_hold(f->r); /* held again: the child the coordinator knows goes, as before */
+    relay_drop_all(f->r, NULL);
+    UNTIL(f, c_disconnected, &i);
     s_fx_free(f);
 }
 
@@ -729,6 +759,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_join_heartbeat),
+        cmocka_unit_test(test_held_until_release),
         cmocka_unit_test(test_down_reaches_exactly_to),
         cmocka_unit_test(test_watch_silent),
         cmocka_unit_test(test_closed),

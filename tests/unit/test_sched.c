@@ -67,6 +67,7 @@ static void test_slurm_step(void **state)
     assert_int_equal(s_o.node_rank, 1);
     /* the first host of the list, at 10000 + (4567 mod 2000) x 10 + 0 */
     assert_string_equal(s_o.master, "gpu007:15670");
+    assert_string_equal(s_o.node_hosts, "gpu[007-009]"); /* every node's host by SLURM_NODEID: the ranked join */
     assert_string_equal(s_o.job_id, "slurm-4567.0");
     assert_string_equal(s_o.node_name, "gpu008");
     assert_int_equal(s_o.sched_node0, 0);

@@ -107,6 +107,7 @@ static void sample_fill_bodies(struct sample *s)
     s->preflight[0] = "/dev/shm is 64 MiB, less than the 4 GiB 4 workers need";
     s->join.n_preflight = 1;
     s->join.preflight = s->preflight;
+    s->join.relay_endpoint = "tcp://10.0.0.2:6171";
 
     plaunch__assign__init(&s->assign);
     s->assign.node_rank = 1;
