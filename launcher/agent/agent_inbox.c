@@ -106,6 +106,26 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     return 0;
 }
 
+/* This node is a spare (--spares): no rank this generation; it waits, watched by heartbeats, for a restart that
+ * may give it the rank of a lost or failing node. No workers, no worker logs until then. */
+static void s_standby(agent_t *ac, const wire_msg_t *m)
+{
+    if (ac->st != AC_JOINING && ac->st != AC_RUNNING && ac->st != AC_STANDBY)
+        return;
+    if (ac->st == AC_RUNNING) /* it ran, and was swapped out for failing: its workers are gone already */
+        log_warn("the coordinator swapped this node out (its workers failed twice in a row); it stands by");
+    if (ac->st != AC_STANDBY) {
+        log_info("standing by as a spare in generation %u (%.*s): this node takes the rank of a lost or failing node",
+                 m->generation, (int)(m->report->json.len < 160 ? m->report->json.len : 160),
+                 (const char *)m->report->json.data);
+        if (!ac->job->opt.quiet && !ac->assigned)
+            fprintf(stderr, "plaunch: this node is a spare: it waits to replace a node of the job\n");
+    }
+    ac->job->generation = (int)m->generation;
+    ac->assigned = 1; /* from now on heartbeats decide, as for a node with a rank */
+    agent_proto_set_state(ac, AC_STANDBY);
+}
+
 static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
 {
     ac->stop_reason = st->reason;
@@ -123,6 +143,12 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
             agent_proto_send_join(ac);
         else if (ac->st == AC_VERDICT)
             agent_proto_send_bye(ac, ac->last_code);
+        break;
+    case AC_STANDBY: /* a spare: into the next generation's rendezvous, or out with the job */
+        if (st->reason == PLAUNCH__STOP__REASON__RESTART)
+            agent_proto_send_join(ac);
+        else
+            agent_proto_send_bye(ac, st->reason == PLAUNCH__STOP__REASON__SIGNAL ? 128 + (int)st->signal : 0);
         break;
     case AC_JOINING:
         if (st->reason != PLAUNCH__STOP__REASON__RESTART)
@@ -195,6 +221,8 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
     case WIRE_REPORT:
         if (strcmp(m->report->kind, "stacks-request") == 0) { /* the job is hung: where is each of our ranks? */
             agent_stacks_request(ac->stacks, (const char *)m->report->json.data, m->report->json.len);
+        } else if (strcmp(m->report->kind, "standby") == 0) {
+            s_standby(ac, m);
         } else if (strcmp(m->report->kind, "health-block") == 0) { /* the job's Health block: this node's log keeps it */
             char *text = strndup((const char *)m->report->json.data, m->report->json.len);
             if (text)

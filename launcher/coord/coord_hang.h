@@ -29,6 +29,9 @@ int coord_hang_start(coord_server_t *cs);
 void coord_hang_destroy(coord_server_t *cs);
 /* A node's REPORT "progress": [rank, step, output age ms, step age ms] per rank, every bound checked. */
 int coord_hang_progress(coord_server_t *cs, int peer, const Plaunch__Report *r);
+/* Did the running generation step? 1: a rank reported a step beyond the best of the generations before (*best);
+ * 0: steps are reported, none beyond; -1: the job reports no steps (or the watch is off). */
+int coord_hang_stepped(coord_server_t *cs, long long *best);
 /* A node's REPORT "stacks" (one rank) or "stacks-done" (all of that node's ranks sent), while stacks are taken. */
 int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Report *r);
 
