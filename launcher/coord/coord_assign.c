@@ -153,7 +153,7 @@ static void s_promote(coord_server_t *cs, struct peer *p, int r)
         strcat(m->swap_log, line);
 }
 
-void coord_assign_standby(coord_server_t *cs)
+void coord_assign_standby(coord_server_t *cs, int all)
 {
     char json[160];
     int k = 0;
@@ -161,7 +161,7 @@ void coord_assign_standby(coord_server_t *cs)
         struct peer *p = &cs->peers[i];
         if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation || p->node_rank >= 0)
             continue;
-        if (p->spare && ++k) /* told already */
+        if (p->spare && !all && ++k) /* told already in this generation */
             continue;
         Plaunch__Report rep = PLAUNCH__REPORT__INIT;
         wire_msg_t m;
@@ -246,7 +246,7 @@ static void s_assign(coord_server_t *cs)
     }
     free(by_rank);
     free(t.sizes), free(t.addrs), free(t.ports);
-    coord_assign_standby(cs);
+    coord_assign_standby(cs, 1);
     cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
 }

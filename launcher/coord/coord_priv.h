@@ -69,8 +69,9 @@ int coord_assign_members(coord_server_t *cs, uint32_t gen);
 void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m);
 void coord_assign_check_ready(coord_server_t *cs);
 void coord_assign_last_call(coord_server_t *cs);
-/* Members of the running generation without a rank stand by as spares; each new one is told (REPORT "standby"). */
-void coord_assign_standby(coord_server_t *cs);
+/* Members of the running generation without a rank stand by as spares, told so by a REPORT "standby" (all: every
+ * one, at a generation's start; else only those not told yet: a spare that joins while the job runs). */
+void coord_assign_standby(coord_server_t *cs, int all);
 /* Members, whatever generation they last joined for (after a restart some are still on their way back). */
 int coord_assign_live(coord_server_t *cs);
 /* coord_end.c: the end of generations and of the job */

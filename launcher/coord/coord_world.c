@@ -96,7 +96,7 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
         return;
     }
     if (cs->state == CS_RUNNING) { /* a spare that came while the job runs */
-        coord_assign_standby(cs);
+        coord_assign_standby(cs, 0);
         return;
     }
     coord_assign_check_ready(cs);
