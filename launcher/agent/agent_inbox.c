@@ -145,10 +145,13 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
             agent_proto_send_bye(ac, ac->last_code);
         break;
     case AC_STANDBY: /* a spare: into the next generation's rendezvous, or out with the job */
-        if (st->reason == PLAUNCH__STOP__REASON__RESTART)
+        if (st->reason == PLAUNCH__STOP__REASON__RESTART) {
+            ac->job->generation++; /* the STOP's: it joins the next generation's rendezvous */
+            agent_proto_set_state(ac, AC_JOINING);
             agent_proto_send_join(ac);
-        else
+        } else {
             agent_proto_send_bye(ac, st->reason == PLAUNCH__STOP__REASON__SIGNAL ? 128 + (int)st->signal : 0);
+        }
         break;
     case AC_JOINING:
         if (st->reason != PLAUNCH__STOP__REASON__RESTART)
@@ -177,7 +180,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
         ac->heard = 1;
         if (ac->preflight_pending && ac->st == AC_CONNECTING)
             ac->join_waiting = 1; /* no JOIN before the GPUs were checked (agent.c sends it) */
-        else if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING)
+        else if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING || ac->st == AC_STANDBY)
             agent_proto_send_join(ac); /* first contact, or a new session after a broken one */
         return;
     }

@@ -212,11 +212,10 @@ void agent_proto_send_join(agent_t *ac)
     j.n_worker_ports = (size_t)job->nworkers;
     j.worker_ports = wports;
     j.master_port = (uint32_t)ports[0];
-    uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END || ac->st == AC_STANDBY
-                       ? (uint32_t)job->generation + 1
-                       : (uint32_t)job->generation;
+    uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->generation + 1
+                                                                 : (uint32_t)job->generation;
     wire_init(&m, job->job_id, ac->st == AC_RUNNING ? (uint32_t)job->generation : gen, WIRE_JOIN, &j);
-    if (ac->st != AC_RUNNING)
+    if (ac->st != AC_RUNNING && ac->st != AC_STANDBY) /* they rejoin on a new session: their state goes on */
         agent_proto_set_state(ac, AC_JOINING);
     agent_proto_up(ac, &m);
 }

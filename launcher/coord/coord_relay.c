@@ -28,7 +28,7 @@ void coord_relay_init(coord_server_t *cs)
 {
     struct coord_tree *t = &cs->tree;
     const struct opts *o = &cs->job->opt;
-    int n = o->nnodes, k = o->relay_fanout;
+    int n = o->nnodes + o->spares, k = o->relay_fanout; /* spares hold sessions like the others */
     if (!cs->tls || !cs->tr.router || k == 0 || (k < 0 && n <= CR_AUTO_FROM))
         return;
     if (k < 0)

@@ -7,12 +7,12 @@
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-plan 17
+plan 25
 
 NS="ps$$"; NS=${NS:0:8}; NET=75; PORT=29475
-netns_down "$NS" 4 >/dev/null 2>&1
-trap 'mn_kill_all; netns_down "$NS" 4; _bb_cleanup' EXIT
-netns_up "$NS" 4 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
+netns_down "$NS" 7 >/dev/null 2>&1
+trap 'mn_kill_all; netns_down "$NS" 7; _bb_cleanup' EXIT
+netns_up "$NS" 7 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
 MASTER="$(netns_addr "$NS" 1):$PORT"
 export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export OUTDIR=$T
@@ -32,7 +32,7 @@ fi
 sleep 300
 W
 chmod +x w.sh
-reset() { mn_kill_all; rm -rf start.* wpid.* go log1 log2 log3 log4; }
+reset() { mn_kill_all; rm -rf start.* wpid.* go log[1-7]; }
 node() { local i=$1; shift; NODEID=$i mn_node "$i" --nnodes 2 --spares 1 --nproc-per-node 1 "$@" ./w.sh; }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 wait_log() { # wait_log FILE TEXT [SECONDS]
@@ -83,4 +83,36 @@ wait_for 2 "start.2.*" 30; ok $? "after two failures of node 2, generation 2 run
 is "$(ls start.2.* 2>/dev/null | tr '\n' ' ')" "start.2.1 start.2.3 " "... on nodes 1 and 3: node 2 is swapped out"
 mn_wait 1 30; a=$wrc; mn_wait 2 30; b=$wrc; mn_wait 3 30
 is "$a $b $wrc" "0 0 0" "the job ends well on every node, the swapped-out one too"
+
+# 4. elastic --nnodes 1:2 with a spare: a lost node is replaced, the job does not shrink
+reset
+node 1 --nnodes 1:2; node 2 --nnodes 1:2
+wait_for 2 "start.0.*" 30
+node 3 --nnodes 1:2
+wait_log log3/$PLOG "standing by as a spare"; ok $? "elastic 1:2 at its MAX: a third node stands by as a spare"
+kill_reap "$(cat pid.2)"
+wait_for 2 "start.1.*" 20; ok $? "node 2 killed: generation 1 runs on two nodes, the spare in, no shrink"
+is "$(cat start.* | sed -n 's/.* world=//p' | sort -u | tr '\n' ' ')" "2 " "... the world size stays 2"
+mn_wait 1 30; a=$wrc; mn_wait 3 30
+is "$a $wrc" "0 0" "... and the job ends well"
+
+# 5. the fan-out tree (--relay-fanout 2): a 2-node job with 5 spares is 7 nodes, two of which relay; the spares
+# sent to a relay stand by through it; an active relay killed: a spare takes its rank, its nodes come back through
+# the coordinator
+reset
+tree=(--spares 5 --relay-fanout 2)
+node 1 "${tree[@]}"; node 2 "${tree[@]}"; node 3 "${tree[@]}"
+wait_log log1/$PLOG "2 of 2 relays ready" 30
+wait_for 2 "start.0.*" 30
+for i in 4 5 6 7; do node $i "${tree[@]}"; done
+n=0; for i in 4 5 6 7; do wait_log log$i/$PLOG "standing by as a spare" && n=$((n + 1)); done
+behind=$(grep -l 'sends this node to relay' log[4-7]/plaunch*.log 2>/dev/null | wc -l)
+is "$n $behind" "4 2" "four more nodes stand by as spares, two of them behind a relay"
+victim=$(ls start.0.* | sed -n 's/^start\.0\.\([2-7]\)$/\1/p' | head -1)
+relays=$(grep -l 'relaying for up to' log[2-7]/plaunch*.log 2>/dev/null | sed 's|^log\([0-9]*\)/.*|\1|' | tr '\n' ' ')
+kill_reap "$(cat pid.$victim)"
+wait_for 2 "start.1.*" 30; ok $? "active node $victim killed (relays: $relays): generation 1 runs on two nodes with a spare"
+is "$(cat start.1.* | sed -n 's/.* world=//p' | sort -u | tr '\n' ' ')" "2 " "... at world size 2"
+rcs=""; for i in 1 2 3 4 5 6 7; do [ "$i" = "$victim" ] && continue; mn_wait $i 30; rcs="$rcs$wrc "; done
+is "$rcs" "0 0 0 0 0 0 " "the job ends well on the six other nodes, the spares left standing by too"
 done_testing
