@@ -117,6 +117,7 @@ typedef Plaunch__Report__KindCase wire_report_t;
 #define WIRE_R_HEALTH_BLOCK PLAUNCH__REPORT__KIND_HEALTH_BLOCK
 #define WIRE_R_SUMMARY PLAUNCH__REPORT__KIND_SUMMARY
 #define WIRE_R_NODE_STATE PLAUNCH__REPORT__KIND_NODE_STATE
+#define WIRE_R_STANDBY PLAUNCH__REPORT__KIND_STANDBY
 
 /* "JOIN", "NCCL_ID_PUT", ...; "NONE" or "UNKNOWN" otherwise. */
 const char *wire_type_name(wire_type_t type);

@@ -50,6 +50,7 @@ struct rule {
 #define SUMMARY &plaunch__summary__descriptor
 #define NSTATE &plaunch__node_state__descriptor
 #define NRGPU &plaunch__node_rank_gpu__descriptor
+#define STANDBY &plaunch__standby__descriptor
 #define STREQ &plaunch__status_request__descriptor
 #define STANS &plaunch__status_answer__descriptor
 
@@ -130,6 +131,10 @@ static const struct rule s_rules[] = {
     { NRGPU, "util_permille", -1, 1000, 0, CS_ANY },
     { NRGPU, "mem_mib", -1, 1u << 24, 0, CS_ANY },
     { NRGPU, "total_mib", -1, 1u << 24, 0, CS_ANY },
+    { STANDBY, "spare", 1, WIRE_MAX_NODES, 0, CS_ANY },
+    { STANDBY, "spares", 1, WIRE_MAX_NODES, 0, CS_ANY },
+    { STANDBY, "nnodes", 1, WIRE_MAX_NODES, 0, CS_ANY },
+    { STANDBY, "swapped_out", 0, 1, 0, CS_ANY },
     { SREQ, "deadline_ms", WIRE_MIN_STACKS_MS, WIRE_MAX_STACKS_MS, 0, CS_ANY },
     { SREQ, "abort", 0, 1, 0, CS_ANY },
     { STACKS, "rank", 0, WIRE_MAX_WORLD - 1, 0, CS_ANY },

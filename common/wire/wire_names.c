@@ -38,6 +38,7 @@ static const char *const s_report_names[] = {
     [WIRE_R_HEALTH_BLOCK] = "HEALTH_BLOCK",
     [WIRE_R_SUMMARY] = "SUMMARY",
     [WIRE_R_NODE_STATE] = "NODE_STATE",
+    [WIRE_R_STANDBY] = "STANDBY",
 };
 
 int wire_fail(char *err, size_t errlen, const char *fmt, ...)

@@ -112,6 +112,27 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
     return 0;
 }
 
+/* This node is a spare (--spares): no rank this generation; it waits, watched by heartbeats, for a restart that
+ * may give it the rank of a lost or failing node. No workers, no worker logs until then. */
+static void s_standby(agent_t *ac, const wire_msg_t *m)
+{
+    if (ac->st != AC_JOINING && ac->st != AC_RUNNING && ac->st != AC_STANDBY)
+        return;
+    if (ac->st == AC_RUNNING) /* it ran, and was swapped out for failing: its workers are gone already */
+        log_warn("the coordinator swapped this node out (its workers failed twice in a row); it stands by");
+    if (ac->st != AC_STANDBY) {
+        const Plaunch__Standby *sb = m->report->standby;
+        log_info("standing by as spare %u of %u in generation %u of a %u-node job%s: this node takes the rank of a "
+                 "lost or failing node", sb->spare, sb->spares, m->generation, sb->nnodes,
+                 sb->swapped_out ? " (swapped out)" : "");
+        if (!ac->job->opt.quiet && !ac->assigned)
+            fprintf(stderr, "plaunch: this node is a spare: it waits to replace a node of the job\n");
+    }
+    ac->job->gen.generation = (int)m->generation;
+    ac->assigned = 1; /* from now on heartbeats decide, as for a node with a rank */
+    agent_proto_set_state(ac, AC_STANDBY);
+}
+
 static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
 {
     ac->stop_reason = st->reason;
@@ -130,6 +151,15 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
         else if (ac->st == AC_VERDICT)
             agent_proto_send_bye(ac, ac->last_code);
         break;
+    case AC_STANDBY: /* a spare: into the next generation's rendezvous, or out with the job */
+        if (st->reason == PLAUNCH__STOP__REASON__RESTART) {
+            ac->job->gen.generation++; /* the STOP's: it joins the next generation's rendezvous */
+            agent_proto_set_state(ac, AC_JOINING);
+            agent_proto_send_join(ac);
+        } else {
+            agent_proto_send_bye(ac, st->reason == PLAUNCH__STOP__REASON__SIGNAL ? 128 + (int)st->signal : 0);
+        }
+        break;
     case AC_JOINING:
         if (st->reason != PLAUNCH__STOP__REASON__RESTART)
             agent_proto_send_bye(ac, st->reason == PLAUNCH__STOP__REASON__SIGNAL ? 128 + (int)st->signal : 0);
@@ -140,11 +170,15 @@ static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)
 }
 
 /* A REPORT from the coordinator, by kind; one of a kind that travels the other way is logged and dropped. */
-static void s_report(agent_t *ac, const Plaunch__Report *r)
+static void s_report(agent_t *ac, const wire_msg_t *m)
 {
+    const Plaunch__Report *r = m->report;
     switch (r->kind_case) {
     case WIRE_R_STACKS_REQUEST: /* the job is hung: where is each of our ranks? */
         agent_stacks_request(ac->stacks, r->stacks_request);
+        break;
+    case WIRE_R_STANDBY: /* a spare of this generation */
+        s_standby(ac, m);
         break;
     case WIRE_R_HEALTH_BLOCK: /* the job's Health block: this node's log keeps it */
         log_block(r->health_block->text, 0);
@@ -185,7 +219,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
         ac->heard = 1;
         if (ac->preflight_pending && ac->st == AC_CONNECTING)
             ac->join_waiting = 1; /* no JOIN before the GPUs were checked (agent.c sends it) */
-        else if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING)
+        else if (ac->st == AC_CONNECTING || ac->st == AC_JOINING || ac->st == AC_RUNNING || ac->st == AC_STANDBY)
             agent_proto_send_join(ac); /* first contact, or a new session after a broken one */
         return;
     }
@@ -227,7 +261,7 @@ void agent_inbox_on_msg(agent_t *ac, const wire_msg_t *m)
         agent_ipc_deliver(ac->ipc, m);
         break;
     case WIRE_REPORT:
-        s_report(ac, m->report);
+        s_report(ac, m);
         break;
     case WIRE_RELAY_START:
     case WIRE_RELAYED:

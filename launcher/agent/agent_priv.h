@@ -29,6 +29,7 @@ enum ac_state {
     AC_CONNECTING, /* waiting for HELLO */
     AC_JOINING,    /* JOIN sent, waiting for ASSIGN */
     AC_RUNNING,    /* workers of a generation run */
+    AC_STANDBY,    /* a spare (--spares): no rank, no workers; heartbeats watched, waiting for a restart */
     AC_VERDICT,    /* our workers failed and are gone: waiting for the coordinator's STOP */
     AC_WAIT_END,   /* BYE sent: waiting for the job's end */
     AC_DONE

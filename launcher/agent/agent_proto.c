@@ -223,7 +223,7 @@ void agent_proto_send_join(agent_t *ac)
     uint32_t gen = ac->st == AC_VERDICT || ac->st == AC_WAIT_END ? (uint32_t)job->gen.generation + 1
                                                                  : (uint32_t)job->gen.generation;
     wire_init(&m, job->node.job_id, ac->st == AC_RUNNING ? (uint32_t)job->gen.generation : gen, WIRE_JOIN, &j);
-    if (ac->st != AC_RUNNING)
+    if (ac->st != AC_RUNNING && ac->st != AC_STANDBY) /* they rejoin on a new session: their state goes on */
         agent_proto_set_state(ac, AC_JOINING);
     agent_proto_up(ac, &m);
     agent_relay_joined(ac); /* after the JOIN on the same session: the coordinator knows the relay first */

@@ -51,28 +51,54 @@ static int s_cmp_peer(const void *a, const void *b)
     return c ? c : (pa->pid > pb->pid) - (pa->pid < pb->pid);
 }
 
-/* Node ranks: requested ones first, then the others in address order (deterministic whatever order they joined
- * in; a sort, since an insertion sort of 16,384 members took seconds). by_rank[n] gets each member. */
+/* Who runs when more members are here than ranks (spares): healthy before swapped-out ones, nodes that asked
+ * for no spare's rank before those that did (--node-rank >= N), then join order. */
+static int s_cmp_pick(const void *a, const void *b)
+{
+    const struct peer *pa = *(struct peer *const *)a, *pb = *(struct peer *const *)b;
+    if (pa->suspect != pb->suspect)
+        return pa->suspect - pb->suspect;
+    int sa = pa->req_rank >= 0, sb = pb->req_rank >= 0; /* left for this pass: a rank of a spare, or taken */
+    if (sa != sb)
+        return sa - sb;
+    return (pa->seq > pb->seq) - (pa->seq < pb->seq);
+}
+
+/* Node ranks 0..n-1: requested ones first; with spares, each survivor keeps the rank it had (so a spare takes
+ * exactly the lost node's); then the others in address order (deterministic whatever order they joined in; a
+ * sort, since an insertion sort of 16,384 members took seconds). by_rank[n] gets each; members beyond n stand by. */
 static int s_rank_members(coord_server_t *cs, int n, struct peer **by_rank)
 {
-    struct peer **rest = malloc((size_t)(n ? n : 1) * sizeof *rest);
-    int nrest = 0;
+    int joined = coord_assign_members(cs, cs->generation), nrest = 0, holes = 0;
+    struct peer **rest = malloc((size_t)(joined ? joined : 1) * sizeof *rest);
+    int sticky = cs->job->opt.spares > 0;
     if (!rest)
         return -1;
     memset(by_rank, 0, (size_t)n * sizeof *by_rank);
+    for (int pass = 0; pass < 1 + sticky; pass++)
+        for (int i = 0; i < cs->npeers; i++) {
+            struct peer *p = &cs->peers[i];
+            if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation)
+                continue;
+            int want = pass == 0 ? p->req_rank : p->last_rank;
+            if (pass == 0)
+                p->node_rank = -1;
+            if (p->node_rank < 0 && !p->suspect && want >= 0 && want < n && !by_rank[want]) {
+                by_rank[want] = p;
+                p->node_rank = want;
+            }
+        }
     for (int i = 0; i < cs->npeers; i++) {
         struct peer *p = &cs->peers[i];
-        if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation)
-            continue;
-        p->node_rank = -1;
-        if (p->req_rank >= 0 && p->req_rank < n && !by_rank[p->req_rank]) {
-            by_rank[p->req_rank] = p;
-            p->node_rank = p->req_rank;
-        } else if (nrest < n) {
+        if (p->used && p->st == PS_MEMBER && p->joined_gen == (int)cs->generation && p->node_rank < 0 &&
+            nrest < joined)
             rest[nrest++] = p;
-        }
     }
-    qsort(rest, (size_t)nrest, sizeof *rest, s_cmp_peer);
+    for (int r = 0; r < n; r++)
+        holes += !by_rank[r];
+    if (nrest > holes) /* spares: who runs */
+        qsort(rest, (size_t)nrest, sizeof *rest, s_cmp_pick);
+    qsort(rest, (size_t)(nrest < holes ? nrest : holes), sizeof *rest, s_cmp_peer);
     for (int r = 0, k = 0; r < n && k < nrest; r++)
         if (!by_rank[r]) {
             by_rank[r] = rest[k++];
@@ -108,9 +134,56 @@ static int s_tables(struct peer **by_rank, int n, uint32_t world, struct s_table
     return 0;
 }
 
+/* A member that takes a rank after standing by: the swap, logged with its time from the loss that caused it. */
+static void s_promote(coord_server_t *cs, struct peer *p, int r)
+{
+    struct coord_members *m = &cs->members;
+    char line[WIRE_MAX_HOST * 2 + 64];
+    coord_members_set_spare(cs, (int)(p - cs->peers), 0);
+    m->swaps++;
+    if (m->lost_ns) {
+        m->last_swap_s = (double)(loop_now_ns() - m->lost_ns) / 1e9;
+        m->lost_ns = 0;
+    }
+    log_warn("generation %u: spare %s (%s) takes node rank %d, %.3f s after the node was lost or swapped out",
+             cs->generation, p->host, p->addr, r, m->last_swap_s);
+    snprintf(line, sizeof line, "%sgeneration %u: node rank %d to %s (%s), %.3f s", m->swap_log[0] ? "; " : "",
+             cs->generation, r, p->host, p->addr, m->last_swap_s);
+    if (strlen(m->swap_log) + strlen(line) < sizeof m->swap_log)
+        strcat(m->swap_log, line);
+}
+
+void coord_assign_standby(coord_server_t *cs, int all)
+{
+    int k = 0;
+    for (int i = 0; i < cs->npeers; i++) {
+        struct peer *p = &cs->peers[i];
+        if (!p->used || p->st != PS_MEMBER || p->joined_gen != (int)cs->generation || p->node_rank >= 0)
+            continue;
+        if (p->spare && !all && ++k) /* told already in this generation */
+            continue;
+        Plaunch__Report rep;
+        Plaunch__Standby sb = PLAUNCH__STANDBY__INIT;
+        wire_msg_t m;
+        coord_members_set_spare(cs, i, 1);
+        p->last_rank = -1;
+        p->byed = 0;
+        p->last_heard_ns = loop_now_ns();
+        sb.spare = (uint32_t)++k;
+        sb.spares = (uint32_t)cs->job->opt.spares;
+        sb.nnodes = (uint32_t)cs->job->opt.nnodes;
+        sb.swapped_out = p->suspect != 0;
+        log_info("  spare %d: %s (%s) stands by%s", k, p->host, p->addr,
+                 p->suspect ? " (swapped out: its workers failed twice in a row)" : "");
+        wire_report_init(&m, &rep, cs->job_id, cs->generation, WIRE_R_STANDBY, &sb);
+        coord_transport_send(cs, i, &m);
+    }
+}
+
 static void s_assign(coord_server_t *cs)
 {
     int n = coord_assign_members(cs, cs->generation);
+    n = n < cs->job->opt.nnodes ? n : cs->job->opt.nnodes; /* the rest are spares */
     struct peer **by_rank = malloc((size_t)(n ? n : 1) * sizeof *by_rank);
     struct s_tables t = { 0 };
     uint32_t world = 0;
@@ -128,6 +201,7 @@ static void s_assign(coord_server_t *cs)
         return;
     }
     cs->world = (int)world;
+    cs->gen_ns = loop_now_ns();
     coord_services_set_generation(cs->services, cs->generation, world);
     log_info("generation %u: %d node%s, %u rank%s%s", cs->generation, n, n == 1 ? "" : "s", world,
              world == 1 ? "" : "s", t.sizes ? "" : " (ASSIGN without the tables of every node: too big a job)");
@@ -161,6 +235,10 @@ static void s_assign(coord_server_t *cs)
         a.heartbeat_timeout_ms = opts_ms(cs->job->opt.heartbeat_timeout);
         log_info("  node %d: %s (%s), ranks %u-%u%s", r, p->host, p->addr, first, first + p->nproc - 1,
                  p->req_rank >= 0 ? "" : " (rank assigned)");
+        if (p->spare)
+            s_promote(cs, p, r);
+        p->suspect = 0; /* it runs: its next failures are judged afresh */
+        p->last_rank = r;
         wire_init(&m, cs->job_id, cs->generation, WIRE_ASSIGN, &a);
         p->byed = 0;
         p->last_heard_ns = loop_now_ns(); /* heartbeat deadlines count from the start of the generation */
@@ -169,6 +247,7 @@ static void s_assign(coord_server_t *cs)
     }
     free(by_rank);
     free(t.sizes), free(t.addrs), free(t.ports);
+    coord_assign_standby(cs, 1);
     cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
     coord_relay_census(cs); /* who holds a session where, as the generation starts */

@@ -92,7 +92,7 @@ static void s_note_reconnect(void *arg, int fd)
 static void s_raise_fds(coord_server_t *cs)
 {
     struct rlimit rl;
-    int nnodes = cs->job->opt.nnodes;
+    int nnodes = cs->job->opt.nnodes + cs->job->opt.spares;
     rlim_t need = (rlim_t)nnodes + 2 * CONN_MAX_UNAUTH + 256;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
@@ -122,10 +122,11 @@ int coord_conns_open(coord_server_t *cs, const struct conn_reader_ops *ops, char
 {
     struct conn_limits lim;
     s_raise_fds(cs);
-    conn_guard_limits(&lim, cs->job->opt.nnodes);
+    conn_guard_limits(&lim, cs->job->opt.nnodes + cs->job->opt.spares);
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
      * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
-    int hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
+    int nodes = cs->job->opt.nnodes + cs->job->opt.spares;
+    int hs_ivl = lim.auth_ms + 1000, backlog = nodes > 1024 ? nodes : 1024;
     if (!(cs->tr.guard = conn_guard_new(cs->loop, &lim, s_on_conn_end, cs)) || !(cs->tr.plog = peerlog_new(cs->loop, 0))) {
         snprintf(err, errlen, "out of memory");
         return -1;

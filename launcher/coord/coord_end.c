@@ -64,6 +64,17 @@ static void s_health(coord_server_t *cs)
     log_block(text, loud && !cs->job->opt.quiet);
 }
 
+/* The spares at the end of the job: how many stand by, the swaps made (plaunch.log, and the terminal with any). */
+static void s_spares_summary(coord_server_t *cs)
+{
+    const struct coord_members *m = &cs->members;
+    char text[sizeof m->swap_log + 256];
+    snprintf(text, sizeof text, "plaunch: spares: %d of --spares %d standing by at the end (%d swapped out for "
+             "failing); %d swap%s%s%s\n", coord_members_spares(cs, 0), cs->job->opt.spares, m->standby_suspect,
+             m->swaps, m->swaps == 1 ? "" : "s", m->swaps ? ": " : "", m->swap_log);
+    log_block(text, m->swaps > 0 && !cs->job->opt.quiet);
+}
+
 /* The job is over for everyone: the root cause (printed here, written to every node's plaunch.log) and each
  * member's exit status. */
 static void s_finish(coord_server_t *cs)
@@ -95,6 +106,8 @@ static void s_finish(coord_server_t *cs)
     }
     s_health(cs);
     coord_goodput_finish(cs, status);
+    if (cs->job->opt.spares > 0)
+        s_spares_summary(cs);
     log_info("job %s over: exit status %d", cs->job_id, status);
     bye.exit_status = (uint32_t)status;
     wire_init(&m, cs->job_id, cs->generation, WIRE_BYE, &bye);
@@ -109,7 +122,7 @@ void coord_end_maybe_finish(coord_server_t *cs)
     /* from where the last look stopped: a BYE never takes one back, and a JOIN or ASSIGN resets the cursor */
     for (; cs->bye_cursor < cs->npeers; cs->bye_cursor++) {
         const struct peer *p = &cs->peers[cs->bye_cursor];
-        if (p->used && p->st == PS_MEMBER && !p->byed)
+        if (p->used && p->st == PS_MEMBER && !p->byed && !p->spare) /* spares have no workers to end */
             return;
     }
     s_finish(cs);
@@ -163,7 +176,8 @@ static void s_quote_error_file(const struct peer *p, const Plaunch__WorkerExit *
                       CE_QUOTE_LINE, out + o, cap - o);
 }
 
-static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x)
+/* The lines that describe a failed worker, for a root cause (after its heading). */
+static void s_failure_text(coord_server_t *cs, int peer, const Plaunch__WorkerExit *x, char *out, size_t cap)
 {
     struct peer *p = &cs->peers[peer];
     char how[96], when[40], tail[1400] = "";
@@ -187,18 +201,57 @@ static void s_record_failure(coord_server_t *cs, int peer, const Plaunch__Worker
     else
         snprintf(where, sizeof where, "on %s", p->host);
     s_quote_error_file(p, x, errq, sizeof errq);
-    coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, coord_verdict_worker_status(x->exit_code, x->signal),
-             "plaunch: ===== job %s failed: root cause =====\n"
-             "  first failure : rank %u %s, generation %u\n"
-             "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
-             "  log           : %s\n"
-             "%s"
-             "  last lines of its log:\n%s",
-             cs->job_id, x->global_rank, where, cs->generation, x->pid, how, when, (double)x->runtime_ms / 1000,
-             logpath, errq, tail[0] ? tail : "    (empty)\n");
+    if (snprintf(out, cap,
+                 "  first failure : rank %u %s, generation %u\n"
+                 "  pid           : %u\n  status        : %s\n  time          : %s, after %.3f s of running\n"
+                 "  log           : %s\n"
+                 "%s"
+                 "  last lines of its log:\n%s",
+                 x->global_rank, where, cs->generation, x->pid, how, when, (double)x->runtime_ms / 1000, logpath,
+                 errq, tail[0] ? tail : "    (empty)\n") >= (int)cap)
+        out[cap - 2] = '\n'; /* cut: the block still ends a line */
 }
 
-void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
+static void s_record_failure(coord_server_t *cs, const Plaunch__WorkerExit *x, const char *text)
+{
+    coord_verdict_fail(&cs->verdict, COORD_VERDICT_JUDGED, coord_verdict_worker_status(x->exit_code, x->signal),
+                       "plaunch: ===== job %s failed: root cause =====\n%s", cs->job_id, text);
+}
+
+/* Did the failed generation progress (stepped, best: coord_hang_stepped)? 1 or 0, and what says so into what. */
+static int s_progressed(coord_server_t *cs, int stepped, long long best, char *what, size_t cap)
+{
+    double ran = (double)(loop_now_ns() - cs->gen_ns) / 1e9, need = cs->job->opt.no_progress_time;
+    if (stepped == 1) {
+        snprintf(what, cap, "a step beyond %lld in generation %u", best, cs->generation);
+        return 1;
+    }
+    if (stepped == 0) {
+        snprintf(what, cap, "generation %u reported no step beyond %lld (the best before it)", cs->generation, best);
+        return 0;
+    }
+    snprintf(what, cap, "generation %u ran %.1f s, %s --no-progress-time %g s (no steps reported)", cs->generation,
+             ran, ran >= need ? "at least" : "less than", need);
+    return ran >= need;
+}
+
+/* The node of this failure failed the generation before too: the failure is the node's. With a spare standing
+ * by, the node is swapped out (it becomes the last spare); without one it is retried. */
+static void s_node_fault(coord_server_t *cs, int peer)
+{
+    struct peer *p = &cs->peers[peer];
+    if (coord_members_spares(cs, 1) > 0) {
+        p->suspect = 1;
+        cs->members.lost_ns = loop_now_ns();
+        log_warn("node %d (%s, %s) failed two generations in a row: the failure is the node's; a spare takes node "
+                 "rank %d", p->node_rank, p->host, p->addr, p->node_rank);
+    } else if (cs->job->opt.spares > 0) {
+        log_warn("node %d (%s, %s) failed two generations in a row: the failure is the node's, but no spare stands "
+                 "by (--spares): it is retried", p->node_rank, p->host, p->addr);
+    }
+}
+
+void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m, int stepped, long long best)
 {
     const Plaunch__WorkerExit *x = m->worker_exit;
     struct peer *p = &cs->peers[peer];
@@ -225,14 +278,32 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m)
                                               .exit_code = x->signal ? -1 : (int)x->exit_code, .signal = (int)x->signal,
                                               .occurred_ago_ms = x->exit_time_unix_ms && wall_ms > x->exit_time_unix_ms
                                                                      ? wall_ms - x->exit_time_unix_ms : 0 });
-    int n = coord_verdict_restart(&cs->verdict, coord_verdict_restartable(x->exit_code, x->signal));
+    static char text[4096];
+    char what[200], node[WIRE_MAX_HOST * 2 + 24];
+    int want = coord_verdict_restartable(x->exit_code, x->signal);
+    s_failure_text(cs, peer, x, text, sizeof text);
+    if (want) {
+        int progressed = s_progressed(cs, stepped, best, what, sizeof what);
+        snprintf(node, sizeof node, "%s %s %u", p->host, p->addr, p->pid);
+        int bits = coord_verdict_failed(&cs->verdict, cs->job_id, node, progressed, text, what);
+        if (bits & COORD_VERDICT_STOPPED) {
+            coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "restarts made no progress: the job ends");
+            return;
+        }
+        if (!progressed)
+            log_warn("no progress before this failure: %s (%d of --max-no-progress-restarts %d)", what,
+                     cs->verdict.no_progress, cs->job->opt.max_no_progress);
+        if (bits & COORD_VERDICT_NODE_FAULT)
+            s_node_fault(cs, peer);
+    }
+    int n = coord_verdict_restart(&cs->verdict, want);
     if (n > 0) {
         char why[160];
         snprintf(why, sizeof why, "rank %u failed: restart %d of %d", x->global_rank, n, cs->job->opt.max_restarts);
         coord_end_restart(cs, why);
         return;
     }
-    s_record_failure(cs, peer, x);
+    s_record_failure(cs, x, text);
     coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "a worker failed: the job ends");
 }
 
@@ -254,8 +325,18 @@ static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
         coord_peers_drop(cs, peer, why);
         return;
     }
+    if (p->spare) {
+        log_warn("spare %s (%s) lost: %s; %d spare%s left", p->host, p->addr, why, coord_members_spares(cs, 0) - 1,
+                 coord_members_spares(cs, 0) == 2 ? "" : "s");
+        coord_peers_drop(cs, peer, NULL);
+        if (cs->state == CS_RESTARTING || cs->state == CS_RENDEZVOUS)
+            coord_assign_check_ready(cs);
+        return;
+    }
     log_error("node %d (%s, %s) lost: %s", p->node_rank, p->host, p->addr, why);
     int was_running = cs->state == CS_RUNNING;
+    if (was_running || cs->state == CS_RESTARTING)
+        cs->members.lost_ns = loop_now_ns(); /* a spare's swap time counts from here */
     char text[512];
     if (snprintf(text, sizeof text, "node %d (%s, %s) was lost in generation %u: %s", p->node_rank, p->host, p->addr,
                  cs->generation, why) >= (int)sizeof text)
@@ -273,6 +354,13 @@ static void s_peer_lost(coord_server_t *cs, int peer, const char *why)
     }
     if (was_running && o->nnodes_min < o->nnodes) {
         coord_end_restart(cs, text); /* elastic: on the survivors (and whoever joins) */
+        return;
+    }
+    if (was_running && coord_members_spares(cs, 0) > 0) {
+        /* a spare takes its rank: same world, same ranks elsewhere; no restart spent (no worker failed) */
+        size_t l = strlen(text);
+        snprintf(text + l, sizeof text - l, "; a spare takes its node rank");
+        coord_end_restart(cs, text);
         return;
     }
     coord_verdict_fail(&cs->verdict, COORD_VERDICT_TOLD, COORD_VERDICT_PLAUNCH,

@@ -51,10 +51,13 @@ struct coord_hang {
     size_t stacks_bytes;
     int stacks_dropped;
     int bad;                          /* reports refused: the first few are logged, not one line per frame */
+    long long best;                   /* the highest step of the generations before this one; -1 none */
 };
 
 static void s_reset(coord_server_t *cs, struct coord_hang *h)
 {
+    for (int i = 0; h->r && i < h->nr; i++)
+        h->best = h->r[i].step > h->best ? h->r[i].step : h->best;
     for (int i = 0; h->stacks && i < h->nr; i++)
         free(h->stacks[i]);
     free(h->stacks);
@@ -137,6 +140,18 @@ static void s_stragglers(coord_server_t *cs, struct coord_hang *h, uint64_t now)
     }
     free(sorted);
     free(rates);
+}
+
+int coord_hang_stepped(coord_server_t *cs, long long *best)
+{
+    struct coord_hang *h = cs->hang;
+    long long top = -1;
+    if (!h)
+        return -1;
+    for (int i = 0; h->gen == cs->generation && h->r && i < h->nr; i++)
+        top = h->r[i].step > top ? h->r[i].step : top;
+    *best = h->best;
+    return top > h->best ? 1 : top >= 0 || h->best >= 0 ? 0 : -1;
 }
 
 /* ---- progress reports -------------------------------------------------------------------------------- */
@@ -436,6 +451,7 @@ int coord_hang_start(coord_server_t *cs)
     h->tick_ms = opts_hang_tick_ms(&cs->job->opt);
     h->gen = UINT32_MAX;
     h->odd = -1;
+    h->best = -1;
     h->timer = loop_timer_after_ms(cs->loop, h->tick_ms, s_tick, cs);
     cs->hang = h;
     return 0;

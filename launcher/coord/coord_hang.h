@@ -52,5 +52,8 @@ int coord_hang_progress(coord_server_t *cs, int peer, uint32_t generation, const
 /* A node's REPORT STACKS (one rank) and STACKS_DONE (all of that node's ranks sent), while stacks are taken. */
 int coord_hang_stacks(coord_server_t *cs, int peer, const Plaunch__Stacks *r);
 int coord_hang_stacks_done(coord_server_t *cs, int peer, const Plaunch__StacksDone *r);
+/* Did the running generation step? 1: a rank reported a step beyond the best of the generations before (*best);
+ * 0: steps are reported, none beyond; -1: the job reports no steps (or the watch is off). */
+int coord_hang_stepped(coord_server_t *cs, long long *best);
 
 #endif

@@ -63,6 +63,8 @@ void coord_members_set(coord_server_t *cs, int peer, int gen)
         p->st = PS_MEMBER;
     }
     p->joined_gen = gen;
+    if (!p->seq)
+        p->seq = ++m->seq;
     s_count(m, gen, +1);
     if (hindex_put(&m->ids, s_hash(p->host, p->pid), peer, s_id_live, cs) < 0)
         m->id_broken = 1; /* out of memory: lookups scan */
@@ -90,8 +92,38 @@ void coord_members_unset(coord_server_t *cs, int peer)
     struct peer *p = &cs->peers[peer];
     if (p->st != PS_MEMBER)
         return;
+    coord_members_set_spare(cs, peer, 0);
     cs->members.live--;
     s_count(&cs->members, p->joined_gen, -1);
+}
+
+void coord_members_set_spare(coord_server_t *cs, int peer, int on)
+{
+    struct coord_members *m = &cs->members;
+    struct peer *p = &cs->peers[peer];
+    if (p->spare == on)
+        return;
+    int d = on ? 1 : -1;
+    m->standby += d;
+    m->standby_suspect += p->suspect ? d : 0;
+    p->spare = on;
+    if (!on)
+        p->suspect = 0; /* it runs again: the next failures are judged afresh */
+}
+
+int coord_members_spares(const coord_server_t *cs, int healthy)
+{
+    return cs->members.standby - (healthy ? cs->members.standby_suspect : 0);
+}
+
+int coord_members_spare_list(const coord_server_t *cs, struct cm_spare *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < cs->npeers && n < cap; i++)
+        if (s_is_member(cs, i) && cs->peers[i].spare)
+            out[n++] = (struct cm_spare){ i, cs->peers[i].host, cs->peers[i].addr,
+                                          cs->peers[i].suspect ? CM_SPARE_SUSPECT : CM_SPARE_STANDBY };
+    return n;
 }
 
 int coord_members_count(const coord_server_t *cs, uint32_t gen)

@@ -21,6 +21,25 @@ struct coord_members {
     int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
     int nrank;
     int id_broken;                  /* out of memory once: lookups scan */
+    /* spares (--spares), for the coordinator and the status view: members standing by, of them those swapped out
+     * for failing (placed last), and the swaps so far */
+    int standby, standby_suspect;
+    uint64_t seq;                   /* JOINs so far: each member's join order */
+    int swaps;                      /* spares that took a node rank */
+    uint64_t lost_ns;               /* an active node was lost or swapped out at (loop clock); 0 none pending */
+    double last_swap_s;             /* from that loss to the ASSIGN of the generation with the spare in */
+    char swap_log[1024];            /* the last swaps, "gen 2: node 1 b -> c; ...", for the summary */
+};
+
+/* What the status view shows for one spare (coord_members_spare_list). */
+enum cm_spare_state {
+    CM_SPARE_STANDBY,   /* idle, its preflight done, heartbeats watched: ready to take a rank */
+    CM_SPARE_SUSPECT,   /* standing by after it was swapped out for failing twice in a row: taken last */
+};
+struct cm_spare {
+    int peer;
+    const char *host, *addr;
+    enum cm_spare_state state;
 };
 
 /* Peer becomes (or stays) a member, for generation gen; its host, pid, addr and req_rank are set already. */
@@ -35,5 +54,12 @@ int coord_members_find(const coord_server_t *cs, const char *host, uint32_t pid,
 /* The member (other than except) that asked for node rank `rank`, or -1. */
 int coord_members_rank_owner(const coord_server_t *cs, int rank, int except);
 void coord_members_free(coord_server_t *cs);
+
+/* Spares. A member stands by (on 1) or takes a rank (on 0); unset counts a leaving spare out. */
+void coord_members_set_spare(coord_server_t *cs, int peer, int on);
+/* Members standing by; healthy: only those not swapped out for failing. */
+int coord_members_spares(const coord_server_t *cs, int healthy);
+/* Up to cap spares into out (a scan of the members: for the status view, not per message); how many. */
+int coord_members_spare_list(const coord_server_t *cs, struct cm_spare *out, int cap);
 
 #endif

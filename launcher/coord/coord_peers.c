@@ -36,6 +36,7 @@ int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, in
     p->node_rank = -1;
     p->joined_gen = -1;
     p->req_rank = -1;
+    p->last_rank = -1;
     p->last_heard_ns = loop_now_ns();
     snprintf(p->from, sizeof p->from, "%s", cs->tr.guard ? conn_guard_addr(cs->tr.guard, fd) : "?");
     return i;
@@ -48,7 +49,7 @@ int coord_peers_init(coord_server_t *cs)
     cs->npeers = 1;
     cs->cap = 1;
     cs->peers[0] = (struct peer){ .used = 1, .local = 1, .sess.fd = -1, .node_rank = -1, .joined_gen = -1,
-                                  .req_rank = -1 };
+                                  .last_rank = -1, .req_rank = -1 };
     snprintf(cs->peers[0].from, sizeof cs->peers[0].from, "this node");
     return 0;
 }

@@ -45,6 +45,11 @@ struct peer {
     int node_rank;              /* in the current generation; -1 before ASSIGN */
     int joined_gen;             /* generation it joined for; -1 none */
     int byed, bye_status;
+    /* spares (--spares; coord_members.c counts them) */
+    int spare;                  /* a member standing by: no rank in the running generation */
+    int suspect;                /* its workers failed two generations in a row: placed only when no other can be */
+    int last_rank;              /* its node rank in the last generation it ran; -1 none (kept by a survivor) */
+    uint64_t seq;               /* join order: the first --nnodes to join run, later ones stand by */
 };
 
 /* The table with the local agent's slot (peer 0); 0, or -1 out of memory. */

@@ -43,6 +43,7 @@ struct coord_server {
     char job_id[WIRE_MAX_JOB_ID + 1];
     enum cs_state state;
     uint32_t generation;
+    uint64_t gen_ns;            /* the generation's ASSIGN went out (loop clock): --no-progress-time counts from it */
     int world;
     struct coord_verdict verdict; /* the job's outcome and restart budget: written only through coord_verdict.h */
     int wait_for_more;          /* first rendezvous of an elastic job: a last call before starting below MAX */
@@ -71,10 +72,14 @@ int coord_assign_members(coord_server_t *cs, uint32_t gen);
 void coord_assign_broadcast(coord_server_t *cs, const wire_msg_t *m);
 void coord_assign_check_ready(coord_server_t *cs);
 void coord_assign_last_call(coord_server_t *cs);
+/* Members of the running generation without a rank stand by as spares, told so by a REPORT STANDBY (all: every
+ * one, at a generation's start; else only those not told yet: a spare that joins while the job runs). */
+void coord_assign_standby(coord_server_t *cs, int all);
 /* Members, whatever generation they last joined for (after a restart some are still on their way back). */
 int coord_assign_live(coord_server_t *cs);
 /* coord_end.c: the end of generations and of the job */
-void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m);
+/* A worker's exit; stepped and best: what coord_hang_stepped says of the generation's progress. */
+void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m, int stepped, long long best);
 void coord_end_peer_lost(coord_server_t *cs, int peer, const char *why);
 void coord_end_rendezvous_timeout(coord_server_t *cs);
 void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text);

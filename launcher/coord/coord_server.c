@@ -43,6 +43,7 @@ coord_server_t *coord_server_new(const struct job *job, loop_t *loop, void *zctx
     snprintf(cs->job_id, sizeof cs->job_id, "%s", job->node.job_id);
     cs->wait_for_more = 1;
     coord_verdict_init(&cs->verdict, job->opt.max_restarts);
+    coord_verdict_no_progress(&cs->verdict, job->opt.max_no_progress);
     if (coord_peers_init(cs) < 0 || !(cs->services = coord_services_new(cs->job_id, loop, (coord_services_send_fn)coord_transport_send,
                                                             cs))) {
         snprintf(err, errlen, "out of memory");

@@ -29,7 +29,7 @@ void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, 
     return buf;
 }
 
-/* watch: an ASSIGN to a node behind a relay, which from then on watches its heartbeats */
+/* watch: an ASSIGN (or a spare's standby) to a node behind a relay, which from then on watches its heartbeats */
 static int s_send(coord_server_t *cs, int peer, const void *buf, size_t len, int watch)
 {
     struct peer *p = &cs->peers[peer];
@@ -59,7 +59,8 @@ int coord_transport_send(coord_server_t *cs, int peer, const wire_msg_t *m)
     void *buf = coord_transport_encode(cs, peer, m, &len);
     if (!buf)
         return -1;
-    int rc = s_send(cs, peer, buf, len, m->body_case == WIRE_ASSIGN);
+    int watch = m->body_case == WIRE_ASSIGN || (m->body_case == WIRE_REPORT && m->report->kind_case == WIRE_R_STANDBY);
+    int rc = s_send(cs, peer, buf, len, watch);
     free(buf);
     return rc;
 }
@@ -296,7 +297,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
          * cores the coordinator itself is late; --rdzv-timeout bounds that phase instead. A node that has had no
          * ASSIGN yet sends no heartbeats (it has no generation to lose): it waits within the agent's own bound. */
         if (cs->state != CS_RENDEZVOUS && heartbeat_silent(&cs->tr.hb, p->last_heard_ns, now,
-                                                            p->node_rank >= 0 ? 0 : unassigned)) {
+                                                            p->node_rank >= 0 || p->spare ? 0 : unassigned)) {
             char why[160];
             snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
                      (double)(now - p->last_heard_ns) / 1e9, o->heartbeat_timeout);
@@ -305,7 +306,7 @@ static int s_hb_tick(loop_t *loop, int id, void *arg)
         }
         /* A node without an ASSIGN yet does not watch the coordinator's heartbeats (its --rdzv-timeout bounds
          * that wait): during a rendezvous of 16,384 nodes they were half of what the coordinator sent. */
-        if (hlen > 0 && p->node_rank >= 0 && !p->via)
+        if (hlen > 0 && (p->node_rank >= 0 || p->spare) && !p->via)
             coord_transport_send_encoded(cs, i, hbuf, (size_t)hlen);
     }
     if (cs->state == CS_RENDEZVOUS && now - cs->tr.said_ns >= CS_SAY_NS)

@@ -45,17 +45,21 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     } else if (cs->state == CS_ENDING || cs->state == CS_DONE) {
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__SHUTTING_DOWN, "the job is ending");
         return;
-    } else if (coord_assign_live(cs) >= o->nnodes || (cs->state == CS_RUNNING && o->nnodes_min == o->nnodes)) {
-        snprintf(text, sizeof text, "job %s already has its %d node%s; start a new job or raise --nnodes", cs->job_id,
-                 o->nnodes, o->nnodes == 1 ? "" : "s");
+    } else if (coord_assign_live(cs) >= o->nnodes + o->spares ||
+               (cs->state == CS_RUNNING && o->nnodes_min == o->nnodes && !o->spares)) {
+        snprintf(text, sizeof text, "job %s already has its %d node%s%s; start a new job or raise --nnodes%s",
+                 cs->job_id, o->nnodes, o->nnodes == 1 ? "" : "s", o->spares ? " and its spares" : "",
+                 o->spares ? " or --spares" : "");
         log_warn("refused %s (%s): %s", j->hostname, p->from, text);
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__FULL, text);
         return;
     } else if (cs->state == CS_RUNNING) {
-        grow = 1; /* elastic and below MAX: the newcomer joins the next generation */
+        /* elastic and below MAX: the newcomer joins the next generation; else it stands by as a spare */
+        grow = o->nnodes_min < o->nnodes && coord_assign_live(cs) - coord_members_spares(cs, 0) < o->nnodes;
     }
-    if (j->requested_node_rank >= o->nnodes) {
-        snprintf(text, sizeof text, "--node-rank %d is outside 0..%d", j->requested_node_rank, o->nnodes - 1);
+    if (j->requested_node_rank >= o->nnodes + o->spares) {
+        snprintf(text, sizeof text, "--node-rank %d is outside 0..%d", j->requested_node_rank,
+                 o->nnodes + o->spares - 1);
         s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, text);
         return;
     }
@@ -94,6 +98,10 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
                          &(struct gp_cause_info){ .rank = -1, .node = -1, .host = p->host, .exit_code = -1,
                                                   .text = text });
         coord_end_restart(cs, text);
+        return;
+    }
+    if (cs->state == CS_RUNNING) { /* a spare that came while the job runs */
+        coord_assign_standby(cs, 0);
         return;
     }
     coord_assign_check_ready(cs);
@@ -147,10 +155,18 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
         break;
     case WIRE_HEARTBEAT:
         break;
-    case WIRE_WORKER_EXIT:
-        coord_end_worker_exit(cs, peer, m);
+    case WIRE_WORKER_EXIT: {
+        long long best = -1;
+        int stepped = coord_hang_stepped(cs, &best);
+        coord_end_worker_exit(cs, peer, m, stepped, best);
         break;
+    }
     case WIRE_BYE:
+        if (p->spare && cs->state != CS_ENDING && cs->state != CS_DONE) { /* stopped by a signal: one spare less */
+            log_warn("spare %s (%s) left the job: status %u", p->host, p->addr, m->bye->exit_status);
+            coord_peers_drop(cs, peer, NULL);
+            break;
+        }
         p->byed = 1;
         p->bye_status = (int)m->bye->exit_status;
         log_info("node %d (%s): workers done, status %d", p->node_rank, p->host, p->bye_status);

@@ -298,9 +298,19 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
                  "present", o->nnodes_min, o->nnodes);
         return -1;
     }
-    if (o->node_rank >= o->nnodes) {
-        snprintf(err, errlen, "--node-rank %d is outside 0..%d for --nnodes %d", o->node_rank, o->nnodes - 1,
-                 o->nnodes);
+    if (o->spares > 0 && o->nnodes < 2) {
+        snprintf(err, errlen, "--spares %d needs a job of several nodes (--nnodes N --master HOST:PORT): a spare is "
+                 "a node that waits to replace one", o->spares);
+        return -1;
+    }
+    if (o->nnodes + o->spares > OPTS_MAX_NODES) {
+        snprintf(err, errlen, "--nnodes %d with --spares %d is more than %d nodes", o->nnodes, o->spares,
+                 OPTS_MAX_NODES);
+        return -1;
+    }
+    if (o->node_rank >= o->nnodes + o->spares) {
+        snprintf(err, errlen, "--node-rank %d is outside 0..%d for --nnodes %d%s", o->node_rank,
+                 o->nnodes + o->spares - 1, o->nnodes, o->spares ? " with its spares (ranks from N are spares)" : "");
         return -1;
     }
     if (opts_check_heartbeat(o, err, errlen) < 0 || opts_check_node_hosts(o, err, errlen) < 0)

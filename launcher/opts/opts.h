@@ -35,6 +35,8 @@ struct opts {
     int log_overwrite;         /* Paddle's --log_overwrite: empty the logs of earlier runs (default: keep them) */
     char paddle_note[600];     /* what PADDLE_* variables overrode on the command line (Paddle's precedence) */
     int max_restarts;
+    int max_no_progress;       /* --max-no-progress-restarts: restarts in a row without progress; 0 = off */
+    double no_progress_time;   /* --no-progress-time: seconds a generation without step reports must run */
     double grace;              /* seconds */
     char config[PATH_MAX];
     char host[256];            /* address advertised to workers (MASTER_ADDR on one node) */
@@ -43,6 +45,7 @@ struct opts {
     int nnodes;                /* 1 = this node alone; with nnodes_min < nnodes: the most nodes (elastic) */
     int nnodes_min;            /* the fewest nodes the job runs on (= nnodes unless --nnodes MIN:MAX) */
     double elastic_timeout;    /* seconds to wait for enough nodes after losing some */
+    int spares;                /* --spares: idle nodes beyond nnodes that replace lost or failing ones */
     char master[300];          /* HOST:PORT of the coordinator; "" on one node */
     int node_rank;             /* -1 = assigned by the coordinator */
     double rdzv_timeout;       /* seconds to wait for every node */

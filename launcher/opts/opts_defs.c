@@ -89,6 +89,30 @@ static int s_set_max_restarts(struct opts *o, const char *val, const char *origi
     return 0;
 }
 
+static int s_set_max_no_progress(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts without progress (0: off)", err,
+              errlen) < 0)
+        return -1;
+    o->max_no_progress = (int)v;
+    return 0;
+}
+
+static int s_set_no_progress_time(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return opts_parse_seconds(val, 0, 1, OPTS_MAX_WAIT_S, &o->no_progress_time, origin, err, errlen);
+}
+
+static int s_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "the number of spare nodes", err, errlen) < 0)
+        return -1;
+    o->spares = (int)v;
+    return 0;
+}
+
 static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
@@ -340,6 +364,13 @@ const struct optdef opts_defs[] = {
       "torchrun's: only these local ranks of each node on the console, e.g. 0 or 0,1.", NULL, 0 },
     { "max-restarts", "max_restarts", "max_restart", 1, s_set_max_restarts, "N",
       "Restart the whole job up to N times after a worker fails (default: 0).", NULL, 0 },
+    { "max-no-progress-restarts", NULL, NULL, 1, s_set_max_no_progress, "K",
+      "End the job (exit status 123) when K restarts in a row were of generations that failed before any "
+      "progress: no new step reported, or, in a job that reports none, less than --no-progress-time of running; "
+      "0 turns it off (default: 3). --max-restarts still applies (docs/resilience.md).", "3", 0 },
+    { "no-progress-time", NULL, NULL, 1, s_set_no_progress_time, "SECONDS",
+      "A generation of a job that reports no steps made no progress when it failed within this (default: 60).",
+      "60", 0 },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
       "Time workers get after SIGTERM before SIGKILL (default: 10).", "10", 0 },
     { "config", NULL, NULL, 1, s_set_config, "FILE", "INI file of options (see conf/plaunch.ini).", NULL, 0 },
@@ -360,6 +391,10 @@ const struct optdef opts_defs[] = {
       "some, and grows (a restart) when nodes join, up to MAX.", "1", 0 },
     { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
       "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60).", "60", 0 },
+    { "spares", NULL, NULL, 1, s_set_spares, "S",
+      "Hot spares: up to S nodes beyond --nnodes join and wait idle (their GPUs checked); one takes the node rank "
+      "of a lost node, or of one whose workers failed twice in a row, at the next generation: same world size, "
+      "same ranks elsewhere (default: 0; docs/resilience.md).", "0", 0 },
     { "master", NULL, NULL, 1, s_set_master, "HOST:PORT",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1.", NULL, 0 },
     { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",

@@ -129,6 +129,44 @@ static void test_long_cause_is_cut(void **state)
     assert_int_equal(strlen(coord_verdict_cause(&v)), sizeof v.cause - 1);
 }
 
+/* Restarts without progress, as coord_end.c reports a worker failure: coord_verdict_failed first, then the budget. */
+static int s_failed(struct coord_verdict *v, const char *node, int progressed)
+{
+    int bits = coord_verdict_failed(v, "j", node, progressed, "  first failure : x\n", "what");
+    if (bits & COORD_VERDICT_STOPPED)
+        return -1;
+    int n = coord_verdict_restart(v, 1);
+    if (!n)
+        coord_verdict_fail(v, COORD_VERDICT_JUDGED, 1, "worker");
+    return bits & COORD_VERDICT_NODE_FAULT ? 100 + n : n;
+}
+
+static void test_no_progress(void **state)
+{
+    struct coord_verdict v;
+    coord_verdict_init(&v, 50);
+    coord_verdict_no_progress(&v, 2);
+    assert_int_equal(s_failed(&v, "a", 0), 1);
+    assert_int_equal(s_failed(&v, "b", 1), 2);     /* progress: the series starts again */
+    assert_int_equal(s_failed(&v, "a", 0), 3);
+    assert_int_equal(s_failed(&v, "a", 0), 104);   /* the same node twice in a row: the node's */
+    assert_int_equal(s_failed(&v, "b", 0), -1);    /* K restarts without progress, a third failure: the end */
+    assert_int_equal(coord_verdict_status(&v), COORD_VERDICT_NO_PROGRESS);
+    assert_non_null(strstr(coord_verdict_cause(&v), "restarts made no progress"));
+    assert_non_null(strstr(coord_verdict_cause(&v), "first failure : x"));
+    /* the budget ending at the same failure: its ending stands */
+    coord_verdict_init(&v, 2);
+    coord_verdict_no_progress(&v, 2);
+    assert_int_equal(s_failed(&v, "a", 0), 1);
+    assert_int_equal(s_failed(&v, "b", 0), 2);
+    assert_int_equal(s_failed(&v, "a", 0), 0);
+    assert_int_equal(coord_verdict_status(&v), 1);
+    /* 0: off */
+    coord_verdict_init(&v, 5);
+    for (int i = 1; i <= 5; i++)
+        assert_int_equal(s_failed(&v, i % 2 ? "a" : "b", 0), i);
+}
+
 int main(void)
 {
     log_set_stderr_level(LOG_ERROR + 1); /* "restart budget exhausted" is expected */
@@ -136,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_the_rule),
         cmocka_unit_test(test_hold),
         cmocka_unit_test(test_long_cause_is_cut),
+        cmocka_unit_test(test_no_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

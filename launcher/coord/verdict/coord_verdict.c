@@ -35,6 +35,37 @@ int coord_verdict_restart(struct coord_verdict *v, int want)
     return 0;
 }
 
+void coord_verdict_no_progress(struct coord_verdict *v, int k)
+{
+    v->max_no_progress = k;
+}
+
+int coord_verdict_failed(struct coord_verdict *v, const char *job_id, const char *node, int progressed,
+                         const char *detail, const char *what)
+{
+    int bits = node[0] && strcmp(node, v->node) == 0 ? COORD_VERDICT_NODE_FAULT : 0;
+    snprintf(v->node, sizeof v->node, "%s", node);
+    if (progressed) {
+        v->no_progress = 0;
+        return bits;
+    }
+    if (v->max_no_progress > 0 && v->no_progress >= v->max_no_progress && v->restarts_left > 0) {
+        log_error("%d restart%s in a row made no progress (--max-no-progress-restarts %d): the job ends",
+                  v->no_progress, v->no_progress == 1 ? "" : "s", v->max_no_progress);
+        coord_verdict_fail(v, COORD_VERDICT_JUDGED, COORD_VERDICT_NO_PROGRESS,
+                           "plaunch: ===== job %s failed: restarts made no progress =====\n"
+                           "  %d restart%s in a row (--max-no-progress-restarts %d) failed again before any "
+                           "progress; the last: %s\n"
+                           "  the first failure of the series:\n%s",
+                           job_id, v->no_progress, v->no_progress == 1 ? "" : "s", v->max_no_progress, what,
+                           v->first);
+        return bits | COORD_VERDICT_STOPPED;
+    }
+    if (v->no_progress++ == 0 && snprintf(v->first, sizeof v->first, "%s", detail) >= (int)sizeof v->first)
+        v->first[sizeof v->first - 2] = '\n'; /* cut: the block still ends a line */
+    return bits;
+}
+
 int coord_verdict_fail(struct coord_verdict *v, enum coord_verdict_rank rank, int status, const char *fmt, ...)
 {
     if (rank <= v->rank)

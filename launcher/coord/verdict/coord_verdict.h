@@ -18,7 +18,17 @@
  *
  * The restart budget
  *   --max-restarts restarts in all, for failed workers and hangs (--on-hang restart) alike: each restart spends
- *   one. An elastic job that loses a node or grows restarts without spending one (that is no failure).
+ *   one. An elastic job that loses a node or grows restarts without spending one (that is no failure), and so
+ *   does a job whose lost node a spare replaces (--spares).
+ *
+ * Restarts without progress (coord_verdict_failed)
+ *   A failed generation made no progress when no rank reported a step beyond the best of the generations before
+ *   it, or, in a job that reports no steps, when it ran less than --no-progress-time. After K restarts in a row
+ *   of such generations (--max-no-progress-restarts K, 0 off), the next one that fails without progress ends the
+ *   job, judged: COORD_VERDICT_NO_PROGRESS (123), its root cause naming the first failure of the series. Where
+ *   the restart budget runs out at the same failure or before, the budget's ending stands (the worker's status).
+ *   A failure on the same node as the failure before it is the node's (COORD_VERDICT_NODE_FAULT): with a spare,
+ *   the coordinator swaps that node out rather than retry it.
  *
  * Pure state: no I/O but the "restart budget exhausted" log line; the unit test drives it with event tables. */
 #ifndef PLAUNCH_COORD_VERDICT_H
@@ -29,6 +39,7 @@
 enum coord_verdict_rank { COORD_VERDICT_NONE, COORD_VERDICT_TOLD, COORD_VERDICT_JUDGED, COORD_VERDICT_FATAL };
 
 #define COORD_VERDICT_HUNG 124    /* a hung job that is not restarted */
+#define COORD_VERDICT_NO_PROGRESS 123 /* restarts without progress: --max-no-progress-restarts */
 #define COORD_VERDICT_PLAUNCH 125 /* plaunch's own failure: a lost node, a rendezvous deadline, the coordinator */
 
 struct coord_verdict {
@@ -37,6 +48,10 @@ struct coord_verdict {
     int status;
     int held;                     /* a hang's stacks are taken: the ranks that end meanwhile are no failure */
     char cause[4096];             /* the root cause, for the summary ("" none) */
+    /* restarts without progress, and repeated failures of one node (coord_verdict_failed) */
+    int max_no_progress, no_progress; /* K, and restarts in a row of generations without progress */
+    char first[2048];             /* the first failure of that series, described */
+    char node[160];               /* the node of the last failure ("" none) */
 };
 
 void coord_verdict_init(struct coord_verdict *v, int max_restarts);
@@ -51,6 +66,18 @@ int coord_verdict_restartable(uint32_t code, uint32_t signal);
  * >0: the job restarts, this is restart number N of max_restarts (one spent); 0: it ends (want but none left is
  * logged), and the caller reports the failure with coord_verdict_fail. */
 int coord_verdict_restart(struct coord_verdict *v, int want);
+
+/* --max-no-progress-restarts K (0 off); what a generation that reports no steps must run is the caller's. */
+void coord_verdict_no_progress(struct coord_verdict *v, int k);
+
+#define COORD_VERDICT_NODE_FAULT 1 /* the node of this failure also failed the generation before */
+#define COORD_VERDICT_STOPPED 2    /* the job ends: restarts made no progress (the outcome is set) */
+/* A generation failed, restartable, with the budget not spent: node names the node of its first failure (any
+ * stable text), progressed says whether it progressed, detail describes that failure (root-cause lines),
+ * what describes the test ("no step beyond 40", "ran 0.2 s of --no-progress-time 60"). Call it before
+ * coord_verdict_restart. Returns COORD_VERDICT_* bits. */
+int coord_verdict_failed(struct coord_verdict *v, const char *job_id, const char *node, int progressed,
+                         const char *detail, const char *what);
 
 /* A failure of that rank with that status (non-zero) and root cause (printf format; NULL or "" none). 1 when it
  * set the outcome, 0 when an earlier one stands. */
