@@ -122,8 +122,8 @@ static void s_standby(agent_t *ac, const wire_msg_t *m)
         log_warn("the coordinator swapped this node out (its workers failed twice in a row); it stands by");
     if (ac->st != AC_STANDBY) {
         const Plaunch__Standby *sb = m->report->standby;
-        log_info("standing by as spare %u of %u in generation %u of a %u-node job%s: this node takes the rank of a "
-                 "lost or failing node", sb->spare, sb->spares, m->generation, sb->nnodes,
+        log_info("standing by as a spare (%u of %u) in generation %u of a %u-node job%s: this node takes the rank "
+                 "of a lost or failing node", sb->spare, sb->spares, m->generation, sb->nnodes,
                  sb->swapped_out ? " (swapped out)" : "");
         if (!ac->job->opt.quiet && !ac->assigned)
             fprintf(stderr, "plaunch: this node is a spare: it waits to replace a node of the job\n");
