@@ -88,7 +88,7 @@ void agent_relay_plan(agent_t *ac, struct link_first *first)
     if (o->node_rank < 1 || o->nnodes < 2 || o->nnodes_min < o->nnodes || !o->node_hosts[0] || o->insecure ||
         ac->master_port >= 65535)
         return;
-    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    joblayout_plan(&l, o->nnodes + o->spares, o->relay_fanout); /* spares hold sessions like the others */
     int parent = joblayout_parent(&l, o->node_rank);
     int me = joblayout_is_relay(&l, o->node_rank) ? o->node_rank : parent;
     if (me < 1)

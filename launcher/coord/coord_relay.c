@@ -22,7 +22,7 @@ void coord_relay_init(coord_server_t *cs)
     struct joblayout l;
     if (!cs->tls || !cs->tr.router)
         return;
-    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    joblayout_plan(&l, o->nnodes + o->spares, o->relay_fanout); /* spares hold sessions like the others */
     if (!l.nrelays)
         return;
     t->fanout = l.fanout;
@@ -302,7 +302,7 @@ void coord_relay_census(coord_server_t *cs)
     if (cs->state != CS_RUNNING || t->census_gen == cs->generation + 1)
         return;
     t->census_gen = cs->generation + 1;
-    joblayout_plan(&l, o->nnodes, o->relay_fanout);
+    joblayout_plan(&l, o->nnodes + o->spares, o->relay_fanout); /* spares hold sessions like the others */
     for (int i = 1; i < cs->npeers; i++) {
         const struct peer *p = &cs->peers[i];
         if (!p->used || p->st != PS_MEMBER || p->local)
