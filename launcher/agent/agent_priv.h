@@ -10,6 +10,7 @@
 #include "agent_hang.h"
 #include "agent_ipc.h"
 #include "agent_mon.h"
+#include "agent_etcd.h"
 #include "agent_relay.h"
 #include "agent_stacks.h"
 #include "coord_server.h"
@@ -75,6 +76,11 @@ struct agent {
     int bye_status;
     int end_wait_sig;          /* a stop signal that came after this node's BYE: the job's end is awaited a while */
     uint64_t drain_until_ns;
+    agent_etcd_t *etcd;        /* --master etcd://: the election (agent_etcd.c); NULL otherwise */
+    char coord_addr[300];      /* ... the coordinator's HOST:PORT as etcd names it */
+    int failover;              /* ... it was lost: workers stop, then a new election (agent_connect.c) */
+    int took_over;             /* ... a coordinator this node hosts now takes over a running job */
+    char lost_addr[300], lost_why[300];
 };
 
 /* agent_proto.c */
@@ -95,6 +101,14 @@ void agent_proto_end_by_signal(agent_t *ac, int sig);
 void agent_proto_stop_signal(agent_t *ac, int sig);
 /* The heartbeat timer: sends heartbeats, decides that the coordinator is lost or the rendezvous too late. */
 int agent_proto_hb_tick(loop_t *loop, int id, void *arg);
+
+/* agent_connect.c: the coordinator in this process or the link to it (0, or -1 after a message); the etcd
+ * election's set-up (0, or -1 with a message: exit 2), start, and its takeover once this node's workers are gone. */
+int agent_connect(agent_t *ac);
+int agent_connect_link(agent_t *ac);
+int agent_connect_etcd_new(agent_t *ac, char *err, size_t errlen);
+void agent_connect_etcd_start(agent_t *ac);
+void agent_connect_failover(agent_t *ac);
 
 /* agent_inbox.c */
 /* A message from the coordinator. */
