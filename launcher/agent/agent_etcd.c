@@ -15,6 +15,7 @@
 #define AE_WATCH_MS 500    /* how often a follower reads the coordinator's key */
 #define AE_ELECT_MS 100    /* how often a campaign is tried again while the old key has not expired */
 #define AE_WARN_NS 5000000000ull
+#define AE_QUIET_NS 2000000000ull /* the watch's pause after etcd did not answer it */
 #define AE_MIN_TTL 2       /* etcd's own minimum lease (1.5 s with its default timing) */
 
 struct agent_etcd {
@@ -29,7 +30,7 @@ struct agent_etcd {
     char coord[300];           /* the coordinator followed ("" none) */
     char lost[300];            /* the coordinator lost: its key is stale until its lease expires */
     int leader, electing;
-    uint64_t elect_ns, keepalive_ns, warned_ns;
+    uint64_t elect_ns, keepalive_ns, warned_ns, quiet_until_ns;
     int timer;
 };
 
@@ -149,7 +150,12 @@ static void s_watch(agent_etcd_t *ae)
 {
     char key[256], val[300], why[1024], text[700];
     s_key(ae, key, sizeof key, "coordinator");
+    uint64_t now = loop_now_ns();
+    if (now < ae->quiet_until_ns)
+        return;
     int rc = etcd_get(ae->etcd, key, val, sizeof val, why, sizeof why);
+    if (rc < 0) /* etcd away: the keepalive says so; the watch waits rather than hold the loop twice as often */
+        ae->quiet_until_ns = now + AE_QUIET_NS;
     if (rc < 0 || (rc == 1 && strcmp(val, ae->coord) == 0))
         return;
     if (rc == 0)

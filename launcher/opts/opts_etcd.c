@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define ETCD_MIN_HEARTBEAT_TIMEOUT_S 2 /* the lease's TTL is the heartbeat timeout (docs/resilience-etcd.md) */
 #define ETCD_DEFAULT_PORT 2379 /* torchrun's port of an etcd --rdzv-endpoint without one (and etcd's own) */
 
 int opts_is_etcd(const struct opts *o)
@@ -142,6 +143,12 @@ int opts_etcd_resolve(struct opts *o, int torch, char *err, size_t errlen)
     if (s_readable(o->etcd_cacert, "--etcd-cacert", err, errlen) < 0 ||
         s_readable(o->etcd_cert, "--etcd-cert", err, errlen) < 0 || s_readable(o->etcd_key, "--etcd-key", err, errlen) < 0)
         return -1;
+    if (o->heartbeat_timeout < ETCD_MIN_HEARTBEAT_TIMEOUT_S) {
+        snprintf(err, errlen, "--heartbeat-timeout %g with an etcd rendezvous: at least %d s (etcd's shortest lease, "
+                 "and one call to etcd may hold this node's loop for 1 s)", o->heartbeat_timeout,
+                 ETCD_MIN_HEARTBEAT_TIMEOUT_S);
+        return -1;
+    }
     if (o->sched_node0) {
         snprintf(err, errlen, "--master etcd:// under %s: the scheduler's first node would host the coordinator; "
                  "give --scheduler none to elect it through etcd", o->sched_what);
