@@ -10,7 +10,7 @@
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
     { echo "1..0 # SKIP no etcd/etcdctl (make deps installs etcd-server etcd-client)"; exit 0; }
-plan 21
+plan 23
 
 NS="pe$$"; NS=${NS:0:8}; NET=80; N=4 # host 1 runs etcd, hosts 2-4 run plaunch
 netns_down "$NS" $N >/dev/null 2>&1
@@ -47,9 +47,10 @@ node() {
 etcd_up || { echo "Bail out! etcd did not start (see $T/etcd.log)"; cat "$T/etcd.log" >&2; exit 1; }
 
 # ---- three nodes rendezvous through etcd; a barrier across them; the keys during and after -------------------
+IDS=""; have_nccl && IDS=ids:8 # NCCL ids need ncclGetUniqueId (libnccl.so.2)
 for i in 2 3 4; do
-    node $i --nnodes 3 --job-id ej1 $HB sh -c '"$0" barrier:b:30000 && : >"$1/up.$RANK" &&
-        while [ ! -e "$1/go1" ]; do sleep 0.05; done' "$PW" "$T"
+    NCCL_COMM_ID=127.0.0.1:1 node $i --nnodes 3 --job-id ej1 $HB --tee all sh -c '"$0" barrier:b:30000 $2 &&
+        : >"$1/up.$RANK" && while [ ! -e "$1/go1" ]; do sleep 0.05; done' "$PW" "$T" "$IDS"
 done
 wait_for 3 "$T/up.*" 60
 ok $? "three nodes rendezvous through etcd and pass a barrier"
@@ -60,7 +61,10 @@ like "$(ectl get /plaunch/ej1/state --print-value-only)" '"generation":0' "  ...
 touch "$T/go1"
 for i in 2 3 4; do mn_wait $i 60; eval rc$i=\$wrc; done
 is "$rc2 $rc3 $rc4" "0 0 0" "the job ends with 0 on every node"
-grep -h "barrier b: OK" "$T"/out* >/dev/null; ok $? "  ... every rank's barrier said OK"
+is "$(cat "$T"/out[234] | grep -c "barrier b: OK")" 3 "  ... every rank's barrier said OK"
+if [ -n "$IDS" ]; then
+    is "$(cat "$T"/out[234] | grep -c "ids: 0 of 8 failed")" 3 "  ... and every rank got its 8 NCCL ids"
+else ok 0 "# SKIP no libnccl.so.2 here: NCCL ids need ncclGetUniqueId"; fi
 is "$(ectl get --prefix /plaunch/ej1/ --keys-only | grep -c .)" 0 "the job's keys are gone after the job"
 
 # ---- SIGKILL of the node that coordinates: the others elect a new one and run the next generation -------------
@@ -91,6 +95,7 @@ rcs=""; for i in 2 3 4; do [ "$i" = "$victim" ] && continue; mn_wait $i 60; rcs=
 is "$rcs" " 0 0" "the two remaining nodes end the job with 0"
 left=0; for i in 2 3 4; do left=$((left + $(ip netns pids "$NS$i" | wc -l))); done
 is "$left" 0 "  ... and no worker is left on any node"
+is "$(ectl get --prefix /plaunch/ej2/ --keys-only | grep -c .)" 0 "  ... and the job's keys are gone after it"
 
 # ---- etcd restarted during the job: the job goes on ---------------------------------------------------------
 for i in 2 3 4; do
