@@ -26,82 +26,6 @@
 #include "output.h"
 #include "resolve.h"
 
-static void s_link_msg(void *arg, const wire_msg_t *m)
-{
-    agent_inbox_on_msg(arg, m);
-}
-
-static void s_link_drop(void *arg, const char *reason, int fatal)
-{
-    agent_t *ac = arg;
-    if (ac->st == AC_DONE) { /* the BYE came: the coordinator's close is no news, and a relay's nodes keep theirs */
-        log_debug("%s after the job's end", reason);
-        return;
-    }
-    if (fatal) {
-        log_error("%s; check that every node has the same --token or certificates of the same job CA", reason);
-        agent_proto_finish(ac, 2);
-        return;
-    }
-    log_warn("%s; starting a new session", reason);
-    agent_relay_drop(ac, reason); /* its nodes go back to the coordinator */
-}
-
-static void s_local_msg(void *arg, const wire_msg_t *m)
-{
-    agent_inbox_on_msg(arg, m);
-}
-
-/* ---- reaching the coordinator ---------------------------------------------------------------------- */
-
-/* The coordinator in this process (bound to its address), or the link to it. 0, or -1 after a message. */
-static int s_connect(agent_t *ac)
-{
-    char err[1024];
-    loop_t *loop = ac->loop;
-    snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
-    if (ac->hosts_coord) {
-        ac->cs = coord_server_new(ac->job, loop, ac->zctx, ac->job->node.multi ? ac->endpoint : NULL, ac->tls,
-                                  ac->thresh, s_local_msg, ac, err, sizeof err);
-        if (!ac->cs && errno == EADDRINUSE && ac->job->opt.sched_node0) {
-            /* the scheduler's first node has no other plaunch to join: the port is someone else's */
-            log_error("%s; on %s another program holds port %d: give this job another one with --master-port",
-                      err, ac->job->node.hostname, ac->master_port);
-            return -1;
-        } else if (!ac->cs && errno == EADDRINUSE && ac->job->node.multi && !ac->job->opt.insecure) {
-            /* another plaunch on this machine took the port between our check and our bind: join it */
-            int insecure = 0;
-            log_info("another plaunch here hosts the coordinator at %s: joining it", ac->endpoint);
-            tls_ctx_destroy(&ac->tls);
-            ac->tls = creds_tls(&ac->job->opt, ac->job->node.host_addr, ac->job->node.hostname, 0, "", &insecure, err,
-                                sizeof err);
-            ac->hosts_coord = 0;
-            if (!ac->tls) {
-                log_error("%s", err);
-                return -1;
-            }
-        } else if (!ac->cs && errno == EADDRINUSE && ac->job->node.multi) {
-            ac->hosts_coord = 0; /* plaintext: the same credentials (none) serve as a client */
-        } else if (!ac->cs) {
-            log_error("%s", err);
-            return -1;
-        } else {
-            coord_server_local_hello(ac->cs);
-        }
-    }
-    if (!ac->hosts_coord) {
-        struct link_first first = { 0 };
-        agent_relay_plan(ac, &first);
-        ac->link = link_new(ac->zctx, loop, ac->endpoint, ac->tls, &first, s_link_msg, s_link_drop, ac, err,
-                            sizeof err);
-        if (!ac->link) {
-            log_error("%s", err);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* The coordinator's address is known (a number, or a name that resolved): whether this node hosts it, the
  * address it advertises, its TLS credentials. 0, or -1 with a message (the caller exits 2). */
 static int s_resolved(agent_t *ac, char *err, size_t errlen)
@@ -147,22 +71,14 @@ static void s_recheck_later(agent_t *ac)
 /* The name now resolves elsewhere: a new link to the new address. */
 static void s_relink(agent_t *ac, const char *ip)
 {
-    char err[1024];
     log_warn("the coordinator's name '%s' now resolves to %s (was %s): connecting there", ac->master_host, ip,
              ac->master_ip);
     snprintf(ac->master_ip, sizeof ac->master_ip, "%s", ip);
     if (!ac->job->opt.host[0])
         net_route_addr(ac->master_ip, ac->job->node.host_addr, sizeof ac->job->node.host_addr);
     link_destroy(&ac->link);
-    snprintf(ac->endpoint, sizeof ac->endpoint, "tcp://%s:%d", ac->master_ip, ac->master_port);
-    struct link_first first;
-    agent_relay_first(ac, &first); /* the plan made at the first link (agent_relay_plan) */
-    ac->link = link_new(ac->zctx, ac->loop, ac->endpoint, ac->tls, &first, s_link_msg, s_link_drop, ac, err,
-                        sizeof err);
-    if (!ac->link) {
-        log_error("%s", err);
+    if (agent_connect_link(ac, 1) < 0)
         agent_proto_finish(ac, 125);
-    }
 }
 
 static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void *arg)
@@ -189,7 +105,7 @@ static int s_resolve_done(loop_t *loop, int fd, void *sock, short revents, void 
         if (s_resolved(ac, err, sizeof err) < 0) {
             log_error("%s", err);
             agent_proto_finish(ac, 2);
-        } else if (s_connect(ac) < 0) {
+        } else if (agent_connect(ac) < 0) {
             agent_proto_finish(ac, 125);
         } else if (!ac->hosts_coord) {
             s_recheck_later(ac);
@@ -308,7 +224,11 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
     if (ac->job->node.multi)
         ac->hb_timer = loop_timer_after_ms(loop, (int64_t)(ac->job->opt.heartbeat * 1000), agent_proto_hb_tick, ac);
     ac->said_ns = loop_now_ns(); /* the first "waiting for ..." line comes after AGENT_SAY_NS */
-    return ac->resolving ? s_resolve_begin(ac) : s_connect(ac);
+    if (ac->etcd) {
+        agent_connect_etcd_start(ac);
+        return 0;
+    }
+    return ac->resolving ? s_resolve_begin(ac) : agent_connect(ac);
 }
 
 static void s_gen_start(void *arg, const struct job *job)
@@ -385,6 +305,10 @@ static void s_gen_over(void *arg, const struct job *job, int code)
     ac->last_code = code;
     if (ac->st == AC_DONE)
         return;
+    if (ac->failover) { /* the coordinator was lost: its successor is elected now the workers are gone */
+        agent_connect_failover(ac);
+        return;
+    }
     if (ac->stop_reason == PLAUNCH__STOP__REASON__RESTART) {
         agent_proto_set_state(ac, AC_VERDICT);
         agent_preflight_restart(ac); /* the JOIN, once the GPUs are free (bounded) */
@@ -418,6 +342,8 @@ void agent_stop(agent_t *ac)
     if (ac->resolve)
         loop_remove_fd(ac->loop, resolve_fd(ac->resolve));
     resolve_destroy(&ac->resolve);
+    agent_etcd_finish(ac->etcd);
+    agent_etcd_destroy(&ac->etcd);
     console_detach();
     agent_metrics_stop(ac); /* before what its collectors read */
     agent_node_destroy(&ac->node);
@@ -452,6 +378,11 @@ agent_t *agent_new(struct job *job, const struct mon_thresh *thresh, const char 
     if (!job->node.multi) { /* one node: the same path, with the coordinator in this process and no network */
         ac->hosts_coord = 1;
         snprintf(ac->master_ip, sizeof ac->master_ip, "%s", job->node.host_addr);
+        return ac;
+    }
+    if (opts_is_etcd(&job->opt)) { /* the coordinator's node is elected (agent_connect.c) */
+        if (agent_connect_etcd_new(ac, err, errlen) < 0)
+            goto error;
         return ac;
     }
     if (creds_split_master(job->opt.master, ac->master_host, sizeof ac->master_host, &ac->master_port, err,

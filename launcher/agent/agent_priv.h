@@ -11,6 +11,7 @@
 #include "agent_ipc.h"
 #include "agent_mon.h"
 #include "agent_node.h"
+#include "agent_etcd.h"
 #include "agent_relay.h"
 #include "agent_stacks.h"
 #include "coord_server.h"
@@ -86,6 +87,11 @@ struct agent {
     struct pf_findings pf;     /* the node preflight's findings: logged, and in every JOIN (agent_preflight.c) */
     struct pf_gpuwait gw;      /* the GPU memory wait of the last restart */
     int gw_active, gw_timer, gw_state, gw_prev[WIRE_MAX_LOCAL];
+    agent_etcd_t *etcd;        /* --master etcd://: the election (agent_etcd.c); NULL otherwise */
+    char coord_addr[300];      /* ... the coordinator's HOST:PORT as etcd names it */
+    int failover;              /* ... it was lost: workers stop, then a new election (agent_connect.c) */
+    int took_over;             /* ... a coordinator this node hosts now takes over a running job */
+    char lost_addr[300], lost_why[300];
 };
 
 /* agent_proto.c */
@@ -115,6 +121,13 @@ int agent_preflight_node(agent_t *ac);
  * --gpu-release-wait, the GPUs' memory released by the last generation's processes; then the JOIN goes out. */
 void agent_preflight_restart(agent_t *ac);
 void agent_preflight_stop(agent_t *ac);
+/* agent_connect.c: the coordinator in this process or the link to it (0, or -1 after a message); the etcd
+ * election's set-up (0, or -1 with a message: exit 2), start, and its takeover once this node's workers are gone. */
+int agent_connect(agent_t *ac);
+int agent_connect_link(agent_t *ac, int again); /* again: a relink, the first link's relay plan kept */
+int agent_connect_etcd_new(agent_t *ac, char *err, size_t errlen);
+void agent_connect_etcd_start(agent_t *ac);
+void agent_connect_failover(agent_t *ac);
 
 /* agent_inbox.c */
 /* A message from the coordinator. */

@@ -237,7 +237,8 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
     ac->hb_timer = 0;
     if (ac->st == AC_DONE)
         return 0;
-    if (!ac->cs && !ac->resolving) { /* a name still being looked up has its own deadline (agent.c) */
+    /* a name still being looked up has its own deadline (agent.c), and so has an etcd election (agent_etcd.c) */
+    if (!ac->cs && !ac->resolving && !ac->failover) {
         if (!ac->heard && now - ac->said_ns >= (uint64_t)AGENT_SAY_NS) {
             /* pods and scheduled nodes start minutes apart: say what this node waits for, every few seconds */
             ac->said_ns = now;
@@ -266,6 +267,11 @@ int agent_proto_hb_tick(loop_t *loop, int id, void *arg)
                      o->heartbeat_timeout);
             ac->last_heard_ns = now;
             link_reset(ac->link, why);
+        } else if (silent && ac->etcd) { /* another node takes over (agent_connect.c) */
+            char why[160];
+            snprintf(why, sizeof why, "no message for %.1f s (--heartbeat-timeout %g)",
+                     (double)(now - ac->last_heard_ns) / 1e9, o->heartbeat_timeout);
+            agent_etcd_silent(ac->etcd, why);
         } else if (silent) {
             log_error("lost the coordinator at %s: no message for %.1f s (--heartbeat-timeout %g); stopping the "
                       "workers", ac->endpoint, (double)(now - ac->last_heard_ns) / 1e9, o->heartbeat_timeout);

@@ -205,6 +205,8 @@ static void s_assign(coord_server_t *cs)
     coord_services_set_generation(cs->services, cs->generation, world);
     log_info("generation %u: %d node%s, %u rank%s%s", cs->generation, n, n == 1 ? "" : "s", world,
              world == 1 ? "" : "s", t.sizes ? "" : " (ASSIGN without the tables of every node: too big a job)");
+    if (cs->durable)
+        cs->durable(cs->durable_arg, cs->generation, coord_verdict_used(&cs->verdict), n);
     uint32_t first = 0;
     gp_gen_begin(cs->gp, cs->generation, (int)world, n, loop_now_ns());
     for (int r = 0; r < n; r++) {
@@ -266,7 +268,8 @@ void coord_assign_check_ready(coord_server_t *cs)
     int joined = coord_assign_members(cs, cs->generation);
     if (joined == 0 || joined < coord_assign_live(cs))
         return;
-    if (joined >= o->nnodes || (joined >= o->nnodes_min && !cs->wait_for_more)) {
+    int resumed = cs->resume_expect > 0 && joined >= cs->resume_expect; /* a takeover: every node alive is back */
+    if (joined >= o->nnodes || (joined >= o->nnodes_min && (!cs->wait_for_more || resumed))) {
         s_assign(cs);
     } else if (joined >= o->nnodes_min && cs->tr.last_call_timer <= 0) {
         log_info("%d of %d-%d nodes here: starting in %d ms unless more join", joined, o->nnodes_min, o->nnodes,

@@ -60,6 +60,9 @@ struct coord_server {
     struct coord_hang *hang;
     char steplag[2048];
     struct coord_tree tree;     /* coord_relay.c, coord_via.c */
+    int resume_expect;          /* a takeover (coord_server_resume): the nodes alive, ASSIGN once they are back */
+    coord_durable_fn durable;   /* each generation's durable state goes there (NULL: nowhere) */
+    void *durable_arg;
 };
 
 #define CS_LAST_CALL_MS 1000 /* an elastic job with MIN nodes waits this long for more before it starts */

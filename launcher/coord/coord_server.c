@@ -96,6 +96,19 @@ int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, si
     return coord_mail_post_local(cs, m, err, errlen);
 }
 
+void coord_server_on_generation(coord_server_t *cs, coord_durable_fn fn, void *arg)
+{
+    cs->durable = fn;
+    cs->durable_arg = arg;
+}
+
+void coord_server_resume(coord_server_t *cs, uint32_t generation, int restarts_used, int expect)
+{
+    cs->generation = generation;
+    cs->resume_expect = expect;
+    coord_verdict_resume(&cs->verdict, restarts_used);
+}
+
 void coord_server_stop_signal(coord_server_t *cs, int sig)
 {
     char text[sizeof cs->job->node.hostname + 64];

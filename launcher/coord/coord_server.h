@@ -24,6 +24,13 @@ void coord_server_destroy(coord_server_t **cs);
 void coord_server_local_hello(coord_server_t *cs);
 /* A message from this node's agent; 0, or -1 with a message when it cannot be encoded (the agent ends the job). */
 int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
+/* Each generation's durable state, told when its ASSIGN goes out (the etcd election keeps it: the agent). */
+typedef void (*coord_durable_fn)(void *arg, uint32_t generation, int restarts_used, int nnodes);
+void coord_server_on_generation(coord_server_t *cs, coord_durable_fn fn, void *arg);
+/* A coordinator that takes over a job whose coordinator was lost (etcd): its first generation, the restarts the
+ * job already spent (the verdict goes on from there), and how many nodes are alive to wait for before the first
+ * ASSIGN (0: as a first rendezvous). Before coord_server_local_hello. */
+void coord_server_resume(coord_server_t *cs, uint32_t generation, int restarts_used, int expect);
 /* This node's launcher got a stop signal: stop every node. */
 void coord_server_stop_signal(coord_server_t *cs, int sig);
 

@@ -286,7 +286,8 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
     o->on_hang_given = s_given(o, "on-hang");
     if (opts_prog_resolve(o, envp, err, errlen) < 0)
         return -1;
-    if (opts_compat_resolve(o, err, errlen) < 0 || opts_torch_resolve(o, s_given(o, "rdzv-timeout"), err, errlen) < 0)
+    if (opts_compat_resolve(o, err, errlen) < 0 || opts_torch_resolve(o, s_given(o, "rdzv-timeout"), err, errlen) < 0 ||
+        opts_etcd_resolve(o, s_given(o, "rdzv-backend"), err, errlen) < 0)
         return -1;
     if (o->nnodes > 1 && !o->master[0] && !o->sched_srun) {
         snprintf(err, errlen, "--nnodes %d needs --master HOST:PORT (or --master-addr HOST): the coordinator's "

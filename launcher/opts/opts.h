@@ -46,7 +46,9 @@ struct opts {
     int nnodes_min;            /* the fewest nodes the job runs on (= nnodes unless --nnodes MIN:MAX) */
     double elastic_timeout;    /* seconds to wait for enough nodes after losing some */
     int spares;                /* --spares: idle nodes beyond nnodes that replace lost or failing ones */
-    char master[300];          /* HOST:PORT of the coordinator; "" on one node */
+    char master[300];          /* HOST:PORT of the coordinator, or etcd://H:P[,H:P] to elect it; "" on one node */
+    char etcd_cacert[PATH_MAX], etcd_cert[PATH_MAX], etcd_key[PATH_MAX]; /* TLS to etcd (--etcd-cacert, ...) */
+    char etcd_scheme[8];       /* torchrun's --rdzv-conf protocol=http|https ("" = not given) */
     int node_rank;             /* -1 = assigned by the coordinator */
     double rdzv_timeout;       /* seconds to wait for every node */
     char tls_dir[PATH_MAX];    /* job CA and node certificates */
@@ -122,5 +124,8 @@ int opts_torch_streams(const char *spec, int local_rank);
 
 /* Prints usage to stdout. */
 void opts_usage(const char *prog);
+
+/* --master is etcd://...: the agents elect the coordinator through etcd (opts_etcd.c). */
+int opts_is_etcd(const struct opts *o);
 
 #endif

@@ -167,6 +167,8 @@ static int s_set_master(struct opts *o, const char *val, const char *origin, cha
     if (opts_paddle_master(val, hp, sizeof hp, origin, err, errlen) < 0) /* http://, etcd:// (Paddle's) */
         return -1;
     val = hp;
+    if (strncmp(val, "etcd://", 7) == 0)
+        return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
     const char *colon = strrchr(val, ':');
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : 0;
@@ -395,8 +397,16 @@ const struct optdef opts_defs[] = {
       "Hot spares: up to S nodes beyond --nnodes join and wait idle (their GPUs checked); one takes the node rank "
       "of a lost node, or of one whose workers failed twice in a row, at the next generation: same world size, "
       "same ranks elsewhere (default: 0; docs/resilience.md).", "0", 0 },
-    { "master", NULL, NULL, 1, s_set_master, "HOST:PORT",
-      "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1.", NULL, 0 },
+    { "master", NULL, NULL, 1, s_set_master, "HOST:PORT|etcd://H:P,...",
+      "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1. "
+      "etcd://H:P[,H:P...] (Paddle's): the nodes elect the coordinator through etcd, another node takes over "
+      "when its node dies (docs/resilience-etcd.md); every node needs --token or the job's certificates.",
+      NULL, 0 },
+    { "etcd-cacert", NULL, NULL, 1, opts_etcd_set_cacert, "FILE",
+      "TLS to etcd: the CA that signed etcd's certificate (the endpoints become https://).", NULL, 0 },
+    { "etcd-cert", NULL, NULL, 1, opts_etcd_set_cert, "FILE", "TLS to etcd: this node's client certificate.", NULL,
+      0 },
+    { "etcd-key", NULL, NULL, 1, opts_etcd_set_key, "FILE", "TLS to etcd: the client certificate's key.", NULL, 0 },
     { "master-addr", NULL, NULL, 1, opts_compat_set_master_addr, "HOST[:PORT]",
       "torchrun's: with --nnodes > 1, --master: the coordinator's HOST, its port from --master-port (default "
       "6170); on one node, the workers' MASTER_ADDR (and --master-port their MASTER_PORT), as torchrun's.", NULL, 0 },
@@ -411,10 +421,13 @@ const struct optdef opts_defs[] = {
     { "rdzv-endpoint", NULL, NULL, 1, opts_torch_set_rdzv_endpoint, "HOST[:PORT]",
       "torchrun's rendezvous: with --nnodes > 1 it is --master HOST:PORT (port 29400 when omitted); on one node "
       "this process is the rendezvous (HOST:0 and localhost:0 too).", NULL, 0 },
-    { "rdzv-backend", NULL, NULL, 1, opts_torch_set_rdzv_backend, "static|c10d",
-      "torchrun's rendezvous backend: plaunch's own rendezvous stands in for both; etcd is refused.", NULL, 0 },
+    { "rdzv-backend", NULL, NULL, 1, opts_torch_set_rdzv_backend, "static|c10d|etcd|etcd-v2",
+      "torchrun's rendezvous backend: plaunch's own rendezvous stands in for static and c10d; etcd and etcd-v2 "
+      "elect the coordinator through the etcd at --rdzv-endpoint (as --master etcd://HOST:PORT; --rdzv-id names "
+      "the job's keys, default none).", NULL, 0 },
     { "rdzv-conf", NULL, NULL, 1, opts_torch_set_rdzv_conf, "K=V,...",
-      "torchrun's rendezvous settings: join_timeout (or timeout) is --rdzv-timeout; other keys are refused.", NULL,
+      "torchrun's rendezvous settings: join_timeout (or timeout) is --rdzv-timeout; with etcd, protocol, "
+      "cacert/ca_cert, cert/ssl_cert and key/ssl_cert_key are read too; other keys are refused.", NULL,
       0 },
     { "monitor-interval", NULL, NULL, 1, opts_torch_set_monitor_interval, "SECONDS",
       "torchrun's worker poll interval: accepted; plaunch learns of a worker's exit at once.", NULL, 0 },

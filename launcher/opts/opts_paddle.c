@@ -138,14 +138,12 @@ int opts_paddle_env(char **envp, opts_paddle_apply_fn apply, void *arg, char *er
     return 0;
 }
 
-/* Paddle's --master: ip:port, or http://ip:port (its HTTP key-value master); etcd:// is refused at once. */
+/* Paddle's --master: ip:port, or http://ip:port (its HTTP key-value master), or etcd://ip:port[,ip:port] (the
+ * coordinator elected through etcd, kept as given). */
 int opts_paddle_master(const char *val, char *out, size_t cap, const char *origin, char *err, size_t errlen)
 {
-    if (strncmp(val, "etcd://", 7) == 0) {
-        snprintf(err, errlen, "%s '%.200s': etcd is not supported: plaunch's coordinator is its own rendezvous; give "
-                 "--master HOST:PORT of the node that runs it (the same on every node)", origin, val);
-        return -1;
-    }
+    if (strncmp(val, "etcd://", 7) == 0)
+        return opts_etcd_master(val, out, cap, origin, err, errlen);
     const char *hp = strncmp(val, "http://", 7) == 0 ? val + 7 : val;
     size_t n = strlen(hp);
     while (n > 0 && hp[n - 1] == '/')

@@ -53,6 +53,16 @@ int opts_node_set_cpu_bind(struct opts *o, const char *val, const char *origin, 
 int opts_node_set_numa_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_node_set_print_binding(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_torch_resolve(struct opts *o, int timeout_given, char *err, size_t errlen);
+/* opts_etcd.c: --master etcd://... (checked, kept as given into out), --etcd-cacert/-cert/-key, torchrun's etcd
+ * --rdzv-conf keys (1 taken, 0 not one, -1 refused) and endpoint, and the resolve after every source (torch: the
+ * job's default name is torchrun's "none", else Paddle's "default"). 0, or -1 with a message. */
+int opts_etcd_master(const char *val, char *out, size_t cap, const char *origin, char *err, size_t errlen);
+int opts_etcd_set_cacert(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_etcd_set_cert(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_etcd_set_key(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_etcd_torch_conf(struct opts *o, const char *key, const char *val, char *err, size_t errlen);
+int opts_etcd_torch_endpoint(struct opts *o, char *err, size_t errlen);
+int opts_etcd_resolve(struct opts *o, int torch, char *err, size_t errlen);
 /* opts_paddle.c: Paddle's own options (setters validate or refuse with a sentence), its --master forms into out
  * (HOST:PORT), and its variables: apply(arg, option, variable, value) for each PADDLE_* / POD_IP set, unless the
  * environment is a launcher's worker's. 0, or -1 with a message. */

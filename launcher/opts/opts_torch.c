@@ -77,10 +77,10 @@ int opts_torch_set_ranks_filter(struct opts *o, const char *val, const char *ori
 
 int opts_torch_set_rdzv_backend(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    if (strcmp(val, "static") && strcmp(val, "c10d")) {
-        snprintf(err, errlen, "%s '%.100s': plaunch's rendezvous (TLS, docs/multinode.md) stands in for torchrun's "
-                 "static and c10d backends only; %s; use --rdzv-backend c10d with --rdzv-endpoint HOST:PORT", origin,
-                 val, strncmp(val, "etcd", 4) == 0 ? "etcd is not supported" : "there is no such backend");
+    if (strcmp(val, "static") && strcmp(val, "c10d") && strcmp(val, "etcd") && strcmp(val, "etcd-v2")) {
+        snprintf(err, errlen, "%s '%.100s': there is no such backend; plaunch's rendezvous (TLS, docs/multinode.md) "
+                 "stands in for torchrun's static and c10d backends, and etcd or etcd-v2 elect its coordinator through "
+                 "etcd; use --rdzv-backend c10d with --rdzv-endpoint HOST:PORT", origin, val);
         return -1;
     }
     return s_copy(o->rdzv_backend, sizeof o->rdzv_backend, val, origin, err, errlen);
@@ -144,6 +144,11 @@ static int s_rdzv_conf(struct opts *o, int timeout_given, char *err, size_t errl
             return -1;
         }
         *eq = '\0';
+        int etcd = strncmp(o->rdzv_backend, "etcd", 4) == 0 ? opts_etcd_torch_conf(o, kv, eq + 1, err, errlen) : 0;
+        if (etcd < 0)
+            return -1;
+        if (etcd > 0)
+            continue;
         if (strcmp(kv, "join_timeout") == 0 || strcmp(kv, "timeout") == 0) {
             if (!timeout_given && opts_parse_seconds(eq + 1, 0, 0, OPTS_MAX_WAIT_S, &o->rdzv_timeout,
                                                      "--rdzv-conf join_timeout", err, errlen) < 0)
@@ -162,6 +167,14 @@ int opts_torch_resolve(struct opts *o, int timeout_given, char *err, size_t errl
 {
     if (o->rdzv_conf[0] && s_rdzv_conf(o, timeout_given, err, errlen) < 0)
         return -1;
+    if (strncmp(o->rdzv_backend, "etcd", 4) == 0) {
+        if (o->master[0] || o->master_addr[0] || o->ips[0]) {
+            snprintf(err, errlen, "--rdzv-backend %s elects the coordinator through etcd at --rdzv-endpoint: drop %s",
+                     o->rdzv_backend, o->ips[0] ? "--ips" : o->master[0] ? "--master" : "--master-addr");
+            return -1;
+        }
+        return opts_etcd_torch_endpoint(o, err, errlen);
+    }
     if (!o->rdzv_endpoint[0])
         return 0;
     const char *colon = strrchr(o->rdzv_endpoint, ':');

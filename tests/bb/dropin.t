@@ -44,7 +44,8 @@ master addr and port, one node | - | --master_addr 127.0.0.1 --master_port 29532
 master addr HOST:PORT | - | --master-addr localhost:29533 | dump.py | skip: torchrun 1.13 takes no port in --master_addr | rc=0 R0:MASTER_ADDR=localhost R0:MASTER_PORT=29533 !err~PLAUNCH_TOKEN
 rdzv c10d localhost:0 | - | --rdzv_backend c10d --rdzv_endpoint localhost:0 --nproc_per_node 2 | dump.py | RANK,WORLD_SIZE,GROUP_WORLD_SIZE | rc=0 N=2
 rdzv static | - | --rdzv_backend static --nproc_per_node 1 | dump.py | RANK,WORLD_SIZE | rc=0 N=1
-rdzv etcd refused | - | --rdzv_backend etcd --rdzv_endpoint 198.18.0.9:2379 --nnodes 2 | dump.py | skip: torchrun would wait for etcd | rc=2 N=0 err~etcd.is.not.supported
+rdzv etcd unreachable | - | --rdzv_backend etcd --rdzv_endpoint 127.0.0.1:1 --nnodes 2 --insecure | dump.py | skip: torchrun would wait for etcd | rc=2 N=0 err~cannot.elect.the.coordinator.through.etcd
+rdzv etcd-v2 conf last_call_timeout refused | - | --rdzv_backend etcd-v2 --rdzv_endpoint 127.0.0.1:1 --rdzv_conf last_call_timeout=5 --nnodes 2 | dump.py | skip: torchrun would wait for etcd | rc=2 N=0 err~last_call_timeout:.plaunch's.etcd.election
 rdzv id | - | --rdzv_id myjob --nproc_per_node 1 | dump.py | TORCHELASTIC_RUN_ID | rc=0 R0:TORCHELASTIC_RUN_ID=myjob R0:PLAUNCH_JOB_ID=myjob
 rdzv conf join_timeout | - | --rdzv_conf join_timeout=30 | dump.py | RANK | rc=0 N=1
 rdzv conf other key refused | - | --rdzv-conf read_timeout=5 | dump.py | skip: torch's store timing has no plaunch counterpart | rc=2 err~read_timeout:.no.counterpart
@@ -84,7 +85,7 @@ more workers than GPUs | CUDA_VISIBLE_DEVICES=2,3 | --nproc_per_node 3 | dump.py
 device order kept | CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_ORDER=FASTEST_FIRST | --gpus 0 | dump.py | - | rc=0 R0:CUDA_VISIBLE_DEVICES=0 R0:CUDA_DEVICE_ORDER=FASTEST_FIRST
 cpu workers get gloo | - | --nproc_per_node 2 | dump.py | - | rc=0 R1:PADDLE_DISTRI_BACKEND=gloo !R1:FLAGS_selected_gpus !R1:CUDA_DEVICE_ORDER
 paddle master http | - | --master http://127.0.0.1:29541 --nnodes 1 | dump.py | - | rc=0 N=1 !err~PLAUNCH_TOKEN
-paddle master etcd refused | - | --master etcd://127.0.0.1:2379 --nnodes 2 | dump.py | - | rc=2 err~etcd.is.not.supported
+paddle master etcd unreachable | - | --master etcd://127.0.0.1:1 --nnodes 2 --insecure | dump.py | - | rc=2 err~cannot.elect.the.coordinator.through.etcd
 paddle run mode collective | - | --run_mode collective | dump.py | - | rc=0 N=1
 paddle run mode ps refused | - | --run_mode ps | dump.py | - | rc=2 err~collective.jobs.only
 paddle log level error | - | --log_level ERROR | dump.py | - | rc=0 !err~plaunch:.job

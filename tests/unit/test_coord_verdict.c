@@ -118,6 +118,24 @@ static void test_hold(void **state)
     assert_int_equal(coord_verdict_rank(&v), COORD_VERDICT_NONE);
 }
 
+/* A coordinator that takes over (etcd) goes on from the restarts its predecessor spent, never beyond the budget. */
+static void test_resume(void **state)
+{
+    struct coord_verdict v;
+    coord_verdict_init(&v, 3);
+    assert_int_equal(coord_verdict_restart(&v, 1), 1);
+    assert_int_equal(coord_verdict_used(&v), 1);
+    coord_verdict_init(&v, 3);
+    coord_verdict_resume(&v, 2);
+    assert_int_equal(coord_verdict_used(&v), 2);
+    assert_int_equal(coord_verdict_restart(&v, 1), 3);
+    assert_int_equal(coord_verdict_restart(&v, 1), 0);
+    coord_verdict_resume(&v, 99);
+    assert_int_equal(coord_verdict_used(&v), 3);
+    coord_verdict_resume(&v, -1);
+    assert_int_equal(coord_verdict_used(&v), 0);
+}
+
 static void test_long_cause_is_cut(void **state)
 {
     struct coord_verdict v;
@@ -173,6 +191,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_rule),
         cmocka_unit_test(test_hold),
+        cmocka_unit_test(test_resume),
         cmocka_unit_test(test_long_cause_is_cut),
         cmocka_unit_test(test_no_progress),
     };

@@ -336,6 +336,36 @@ static void test_torchrun_master_spellings(void **state)
     s_expect_fail(ARGV("--nnodes", "2", "prog"), s_noenv, "--master-addr HOST", NULL);
 }
 
+/* The coordinator elected through etcd: Paddle's --master etcd://, torchrun's etcd backends, TLS files. */
+static void test_etcd_spellings(void **state)
+{
+    s_expect_ok(ARGV("--nnodes", "2", "--master", "etcd://10.0.0.5:2379,10.0.0.6:2379", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "etcd://10.0.0.5:2379,10.0.0.6:2379");
+    assert_true(opts_is_etcd(&s_o));
+    assert_string_equal(s_o.job_id, "default"); /* Paddle's --job_id default: every node names the same keys */
+    s_expect_ok(ARGV("--nnodes", "2", "--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "10.0.0.5", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "etcd://10.0.0.5:2379");
+    assert_string_equal(s_o.job_id, "none"); /* torchrun's --rdzv-id default */
+    s_expect_ok(ARGV("--nnodes", "2", "--rdzv_backend", "etcd", "--rdzv_endpoint", "h:2400", "--rdzv_id", "j",
+                     "--rdzv_conf", "protocol=https,cacert=/dev/null,join_timeout=30", "prog"), s_noenv);
+    assert_string_equal(s_o.master, "etcd://https://h:2400");
+    assert_string_equal(s_o.etcd_cacert, "/dev/null");
+    assert_string_equal(s_o.job_id, "j");
+    assert_true(s_o.rdzv_timeout == 30.0);
+
+    s_expect_fail(ARGV("--nnodes", "2", "--master", "etcd://nohost", "prog"), s_noenv, "etcd://HOST:PORT", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--rdzv-backend", "etcd", "prog"), s_noenv, "needs --rdzv-endpoint", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--rdzv-backend", "etcd", "--rdzv-endpoint", "h", "--rdzv-conf",
+                       "last_call_timeout=5", "prog"), s_noenv, "last_call_timeout", "drop it", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--rdzv-backend", "zk", "prog"), s_noenv, "no such backend", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--master", "a:1", "--etcd-cacert", "/dev/null", "prog"), s_noenv,
+                  "for an etcd rendezvous", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--master", "etcd://h:1", "--etcd-cert", "/dev/null", "prog"), s_noenv,
+                  "go together", NULL);
+    s_expect_fail(ARGV("--nnodes", "2", "--master", "etcd://h:1", "--etcd-cacert", "/nonexistent/ca.pem", "prog"),
+                  s_noenv, "--etcd-cacert '/nonexistent/ca.pem' cannot be read", NULL);
+}
+
 /* torchrun's --standalone is plaunch's one-node job; asking for more nodes with it is a contradiction. */
 static void test_standalone(void **state)
 {
@@ -420,6 +450,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_etcd_spellings),
         cmocka_unit_test(test_each_option),
         cmocka_unit_test(test_aliases_and_equals_form),
         cmocka_unit_test(test_program_args_stop_parsing),

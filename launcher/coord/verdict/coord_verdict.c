@@ -66,6 +66,17 @@ int coord_verdict_failed(struct coord_verdict *v, const char *job_id, const char
     return bits;
 }
 
+int coord_verdict_used(const struct coord_verdict *v)
+{
+    return v->max_restarts - v->restarts_left;
+}
+
+void coord_verdict_resume(struct coord_verdict *v, int used)
+{
+    used = used < 0 ? 0 : used > v->max_restarts ? v->max_restarts : used;
+    v->restarts_left = v->max_restarts - used;
+}
+
 int coord_verdict_fail(struct coord_verdict *v, enum coord_verdict_rank rank, int status, const char *fmt, ...)
 {
     if (rank <= v->rank)

@@ -79,6 +79,10 @@ void coord_verdict_no_progress(struct coord_verdict *v, int k);
 int coord_verdict_failed(struct coord_verdict *v, const char *job_id, const char *node, int progressed,
                          const char *detail, const char *what);
 
+/* The restarts spent so far; a coordinator that takes over a job (etcd) goes on from those its predecessor spent. */
+int coord_verdict_used(const struct coord_verdict *v);
+void coord_verdict_resume(struct coord_verdict *v, int used);
+
 /* A failure of that rank with that status (non-zero) and root cause (printf format; NULL or "" none). 1 when it
  * set the outcome, 0 when an earlier one stands. */
 int coord_verdict_fail(struct coord_verdict *v, enum coord_verdict_rank rank, int status, const char *fmt, ...)
