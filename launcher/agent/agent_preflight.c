@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 #define GW_POLL_MS 200     /* between two looks at the GPUs' processes */
 #define GW_PROCS_MAX 1024  /* processes read from one answer */
@@ -62,11 +63,8 @@ static void s_self_cgroup(char *buf, size_t cap)
 {
     char text[8192];
     buf[0] = '\0';
-    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    text[n > 0 ? n : 0] = '\0';
+    if (util_read_small("/proc/self/cgroup", text, sizeof text) < 0)
+        return;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         if (strncmp(line, "0::", 3) == 0)
             snprintf(buf, cap, "%s", strcmp(line + 3, "/") == 0 ? "" : line + 3);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpus.h"
+#include "util.h"
 
 void preflight_add(struct pf_findings *out, const char *fmt, ...)
 {
@@ -169,14 +170,8 @@ int preflight_node(const struct pf_input *in, struct pf_findings *out)
 static int s_read_limit(const char *path, uint64_t *v)
 {
     char buf[64];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (util_read_small(path, buf, sizeof buf) < 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     *v = strncmp(buf, "max", 3) == 0 ? UINT64_MAX : strtoull(buf, NULL, 10);
     return 0;
 }

@@ -405,6 +405,10 @@ int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *e
                hwloc_topology_load(c.t) < 0) {
         snprintf(err, errlen, "hwloc cannot read the topology%s%s; give --cpu-bind none to run unbound",
                  xml && *xml ? " of HWLOC_XMLFILE=" : "", xml && *xml ? xml : "");
+        if (in->mode == TOPO_AUTO) { /* the default never stops a job: it binds nothing, and says why */
+            s_unbound(plan, &allowed, "hwloc cannot read the topology: not bound");
+            rc = 0;
+        }
     } else {
         rc = s_with_hwloc(&c, &allowed, synthetic, err, errlen);
     }
