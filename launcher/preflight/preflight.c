@@ -122,7 +122,8 @@ static void s_cuda(const struct pf_input *in, struct pf_findings *out)
     char where[4200], why[512];
     if (!in->driver_cuda || !in->driver_cuda[0] || !in->ld_library_path)
         return;
-    int major = atoi(in->driver_cuda), minor = strchr(in->driver_cuda, '.') ? atoi(strchr(in->driver_cuda, '.') + 1) : 0;
+    const char *dot = strchr(in->driver_cuda, '.');
+    int major = atoi(in->driver_cuda), minor = dot ? atoi(dot + 1) : 0;
     int driver = major * 1000 + minor * 10, runtime = gpus_cudart_version(in->ld_library_path, where, sizeof where);
     if (gpus_cuda_mismatch(driver, runtime, why, sizeof why) == 0)
         return;

@@ -84,8 +84,8 @@ static int s_check_list(const char *l, char *err, size_t errlen)
         size_t len = end ? (size_t)(end - p) : strlen(p);
         cpu_set_t set;
         if (topo_cpus_parse(p, len, &set) < 0) {
-            snprintf(err, errlen, "'%.*s' is not a CPU list such as 0-3,8 (CPUs below %d)", (int)(len > 100 ? 100 : len),
-                     p, CPU_SETSIZE);
+            int shown = len > 100 ? 100 : (int)len;
+            snprintf(err, errlen, "'%.*s' is not a CPU list such as 0-3,8 (CPUs below %d)", shown, p, CPU_SETSIZE);
             return -1;
         }
         if (!end)
