@@ -376,8 +376,12 @@ int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *e
         s_unbound(plan, &allowed, "--cpu-bind none: the launcher's CPUs");
         return 0;
     }
-    if (in->mode == TOPO_LIST)
-        return s_list(in, plan, &allowed, err, errlen);
+    if (in->mode == TOPO_LIST) {
+        if (s_list(in, plan, &allowed, err, errlen) == 0)
+            return 0;
+        topo_plan_free(plan);
+        return -1;
+    }
     if (in->mode == TOPO_AUTO && !synthetic) {
         cpu_set_t online;
         int nn = s_sys_numa_nodes();
