@@ -23,11 +23,12 @@ SANFLAGS :=
 endif
 
 CC       ?= cc
-PKGS     := libzmq inih openssl jansson libprotobuf-c hwloc
+PKGS     := libzmq inih openssl jansson libprotobuf-c
 # Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
 # host without elfutils are not affected; --metrics-port loads libmicrohttpd.so.12 at run time
 # (launcher/metrics/metrics_http.c): its archive would drag GnuTLS and p11-kit (no static library) into the binary.
-HDR_PKGS := libdw libmicrohttpd
+# hwloc (launcher/topo/) is the launcher's alone: libplaunch and the workers never link it.
+HDR_PKGS := libdw libmicrohttpd hwloc
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))
@@ -43,6 +44,7 @@ endif
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+HWLOC_LIBS  := $(shell pkg-config --libs hwloc 2>/dev/null)
 
 # ---- sources: every folder under common/, launcher/ and worker/ is one part --------------------
 PROTO_SRC   := $(shell find common -name '*.proto')
@@ -70,7 +72,7 @@ STATIC_DEPS := ssl crypto jansson protobuf-c inih hwloc
 STATIC_OK   := $(if $(filter 0,$(SAN)),$(if $(filter 1,$(STATIC)),$(if $(strip $(foreach l,$(STATIC_DEPS),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,x))),,1)))
 STATIC_LINK := -Wl,--gc-sections -Wl,-Bstatic $(addprefix -l,$(STATIC_DEPS)) -Wl,-Bdynamic \
                $(shell pkg-config --libs libzmq 2>/dev/null) -ludev -ldl -lm -lpthread
-PLAUNCH_LDLIBS = $(if $(STATIC_OK),$(STATIC_LINK),$(PL_LDLIBS))
+PLAUNCH_LDLIBS = $(if $(STATIC_OK),$(STATIC_LINK),$(PL_LDLIBS) $(HWLOC_LIBS))
 
 # CUDA / NCCL: found through nvcc on PATH (or CUDA_HOME) and an nccl.h beside it or in NCCL_HOME.
 NVCC      := $(shell command -v nvcc 2>/dev/null)
@@ -171,7 +173,7 @@ $(B)/bin/%: worker/examples/%.c $(LIBPL_SO)
 $(B)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
 	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) \
-	  $(CMOCKA_LIBS) $(PL_LDLIBS)
+	  $(CMOCKA_LIBS) $(PL_LDLIBS) $(HWLOC_LIBS)
 
 $(B)/bin/plaunch-probe-worker: $(CUDA_SRC) $(wildcard worker/probe/*.h) $(LIBPL_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
@@ -190,12 +192,13 @@ unit: $(UNIT_BINS) $(TOOL_BINS)
 # parts, and libplaunch for tools that play a native worker).
 $(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 	@mkdir -p $(dir $@)
-	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS)
+	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LAUNCH_A) $(LIBPL_A) $(COMMON_A) $(PL_LDLIBS) \
+	  $(HWLOC_LIBS)
 
 $(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(LAUNCH_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(LAUNCH_A) $(COMMON_A) $(PL_LDLIBS) \
-	    -lpthread
+	    $(HWLOC_LIBS) -lpthread
 
 # The stuck worker of stacks.t is unwound from outside: debug information and frame pointers, whatever CFLAGS says.
 $(B)/tests/tools/pl_stuck: PL_CFLAGS += -g -fno-omit-frame-pointer

@@ -1,9 +1,11 @@
-/* util: whole writes to a descriptor, a lookup in an envp array, and wait status to exit code. */
+/* util: whole writes to a descriptor, a lookup in an envp array, wait status to exit code, small text files. */
 #include "util.h"
 
 #include <sys/wait.h>
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,4 +41,22 @@ int util_exit_code(int wait_status)
     if (WIFSIGNALED(wait_status))
         return 128 + WTERMSIG(wait_status);
     return 125;
+}
+
+ssize_t util_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || cap < 2) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    while (n > 0 && isspace((unsigned char)buf[n - 1]))
+        n--;
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
 }

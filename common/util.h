@@ -5,6 +5,7 @@
 #define PLAUNCH_UTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes all of buf, retrying short writes and EINTR; 0, or -1 with errno (EPIPE, ENOSPC, ...). */
 int util_write_all(int fd, const void *buf, size_t len);
@@ -12,5 +13,8 @@ int util_write_all(int fd, const void *buf, size_t len);
 const char *util_env_get(char **envp, const char *name);
 /* The exit code a shell would report for a wait status: the code, 128+N when killed by signal N, 125 otherwise. */
 int util_exit_code(int wait_status);
+/* A small text file (a sysfs or cgroup value, at most cap-1 bytes are read) into buf, NUL-terminated, trailing
+ * white space dropped. Returns its length, or -1 (unreadable or empty). */
+ssize_t util_read_small(const char *path, char *buf, size_t cap);
 
 #endif

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "esc.h"
 #include "log.h"
+#include "util.h"
 
 #define GW_POLL_MS 200     /* between two looks at the GPUs' processes */
 #define GW_PROCS_MAX 1024  /* processes read from one answer */
@@ -27,10 +29,14 @@ static int s_driver_gpus(void)
     return d ? n : -1;
 }
 
+/* Each finding as a warning; a value from the environment may hold any byte, so the line is escaped first. */
 static void s_log(const struct pf_findings *f)
 {
-    for (int i = 0; i < f->n; i++)
-        log_warn("preflight: %s", f->line[i]);
+    static char safe[4 * PF_LINE];
+    for (int i = 0; i < f->n; i++) {
+        esc_term(safe, sizeof safe, f->line[i], strlen(f->line[i]), 0);
+        log_warn("preflight: %s", safe);
+    }
     if (f->dropped)
         log_warn("preflight: %d more finding%s not shown", f->dropped, f->dropped == 1 ? "" : "s");
 }
@@ -52,8 +58,10 @@ int agent_preflight_node(agent_t *ac)
     s_log(&ac->pf);
     if (n == 0 || strcmp(job->opt.preflight, "strict") != 0)
         return 0;
+    static char safe[4 * PF_LINE];
+    esc_term(safe, sizeof safe, ac->pf.line[0], strlen(ac->pf.line[0]), 0);
     log_error("--preflight strict: %d finding%s on %s; not starting (exit status 2): %s", n, n == 1 ? "" : "s",
-              job->node.hostname, ac->pf.line[0]);
+              job->node.hostname, safe);
     return 2;
 }
 
@@ -62,11 +70,8 @@ static void s_self_cgroup(char *buf, size_t cap)
 {
     char text[8192];
     buf[0] = '\0';
-    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    text[n > 0 ? n : 0] = '\0';
+    if (util_read_small("/proc/self/cgroup", text, sizeof text) < 0)
+        return;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         if (strncmp(line, "0::", 3) == 0)
             snprintf(buf, cap, "%s", strcmp(line + 3, "/") == 0 ? "" : line + 3);
@@ -154,7 +159,7 @@ void agent_preflight_restart(agent_t *ac)
         preflight_cgroup("/sys/fs/cgroup", cg, agent_mon_rss_peak_mib(ac->mon, 1), job->gen.generation, &f);
     s_log(&f);
     if (f.n && strcmp(job->opt.preflight, "strict") == 0) {
-        log_error("--preflight strict: not restarting on %s (exit status 2): %s", job->node.hostname, f.line[0]);
+        log_error("--preflight strict: not restarting on %s (exit status 2): see the finding above", job->node.hostname);
         agent_proto_send_bye(ac, 2);
         agent_proto_finish(ac, 2);
         return;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,8 +273,12 @@ int jobsetup_binding(struct job *job, char *err, size_t errlen)
         for (int i = 0; i < job->node.nworkers; i++)
             memcpy(gpus[i], job->workers[i].gpu, sizeof gpus[i]);
     }
+    /* numactl --membind/--preferred (or a scheduler) gave plaunch a memory policy: the user placed it */
+    int policy = 0;
+    if (syscall(SYS_get_mempolicy, &policy, NULL, 0UL, NULL, 0UL) < 0)
+        policy = 0;
     struct topo_input in = { .mode = job->opt.cpu_bind, .list = job->opt.cpu_bind_list, .n = job->node.nworkers,
-                             .gpus = (const char (*)[64])gpus };
+                             .gpus = (const char (*)[64])gpus, .mem_bound = policy != 0 };
     int rc = topo_plan_build(&in, &job->node.bind, err, errlen);
     free(gpus);
     return rc;

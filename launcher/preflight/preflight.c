@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpus.h"
+#include "util.h"
 
 void preflight_add(struct pf_findings *out, const char *fmt, ...)
 {
@@ -121,7 +122,8 @@ static void s_cuda(const struct pf_input *in, struct pf_findings *out)
     char where[4200], why[512];
     if (!in->driver_cuda || !in->driver_cuda[0] || !in->ld_library_path)
         return;
-    int major = atoi(in->driver_cuda), minor = strchr(in->driver_cuda, '.') ? atoi(strchr(in->driver_cuda, '.') + 1) : 0;
+    const char *dot = strchr(in->driver_cuda, '.');
+    int major = atoi(in->driver_cuda), minor = dot ? atoi(dot + 1) : 0;
     int driver = major * 1000 + minor * 10, runtime = gpus_cudart_version(in->ld_library_path, where, sizeof where);
     if (gpus_cuda_mismatch(driver, runtime, why, sizeof why) == 0)
         return;
@@ -169,14 +171,8 @@ int preflight_node(const struct pf_input *in, struct pf_findings *out)
 static int s_read_limit(const char *path, uint64_t *v)
 {
     char buf[64];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (util_read_small(path, buf, sizeof buf) < 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     *v = strncmp(buf, "max", 3) == 0 ? UINT64_MAX : strtoull(buf, NULL, 10);
     return 0;
 }

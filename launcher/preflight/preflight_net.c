@@ -7,18 +7,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /* An interface is up when its operstate says so (or "unknown", which loopback and tunnels report) and its flags
  * have IFF_UP. */
 static int s_up(const char *net_dir, const char *name)
 {
     char path[4096], buf[32] = "";
     snprintf(path, sizeof path, "%s/%s/operstate", net_dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (util_read_small(path, buf, sizeof buf) < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
     return strncmp(buf, "up", 2) == 0 || strncmp(buf, "unknown", 7) == 0;
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util.h"
+
 int topo_cpus_parse(const char *s, size_t len, cpu_set_t *set)
 {
     CPU_ZERO(set);
@@ -60,16 +62,8 @@ void topo_cpus_format(const cpu_set_t *set, char *buf, size_t cap)
 int topo_cpus_read(const char *path, cpu_set_t *set)
 {
     char buf[8192];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    while (n > 0 && isspace((unsigned char)buf[n - 1]))
-        n--;
-    return topo_cpus_parse(buf, (size_t)n, set);
+    ssize_t n = util_read_small(path, buf, sizeof buf);
+    return n < 0 ? -1 : topo_cpus_parse(buf, (size_t)n, set);
 }
 
 static const char *const s_names[] = {
@@ -90,8 +84,8 @@ static int s_check_list(const char *l, char *err, size_t errlen)
         size_t len = end ? (size_t)(end - p) : strlen(p);
         cpu_set_t set;
         if (topo_cpus_parse(p, len, &set) < 0) {
-            snprintf(err, errlen, "'%.*s' is not a CPU list such as 0-3,8 (CPUs below %d)", (int)(len > 100 ? 100 : len),
-                     p, CPU_SETSIZE);
+            int shown = len > 100 ? 100 : (int)len;
+            snprintf(err, errlen, "'%.*s' is not a CPU list such as 0-3,8 (CPUs below %d)", shown, p, CPU_SETSIZE);
             return -1;
         }
         if (!end)

@@ -66,8 +66,9 @@ static int s_list(const struct topo_input *in, struct topo_plan *plan, const cpu
         for (int k = i % count; k > 0; k--)
             p = strchr(p, ':') + 1;
         const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
         cpu_set_t set;
-        if (topo_cpus_parse(p, end ? (size_t)(end - p) : strlen(p), &set) < 0) {
+        if (topo_cpus_parse(p, len, &set) < 0) {
             snprintf(err, errlen, "--cpu-bind list: entry %d is not a CPU list", i % count);
             return -1;
         }
@@ -77,7 +78,7 @@ static int s_list(const struct topo_input *in, struct topo_plan *plan, const cpu
             topo_cpus_format(allowed, have, sizeof have);
             snprintf(err, errlen, "--cpu-bind list: local rank %d's CPUs %.*s are none of the CPUs plaunch may use "
                      "(%s): plaunch never widens the mask it was given; name CPUs among those", i,
-                     (int)(end ? end - p : (long)strlen(p)) > 100 ? 100 : (int)(end ? end - p : (long)strlen(p)), p, have);
+                     len > 100 ? 100 : (int)len, p, have);
             return -1;
         }
         b->ncpus = b->ncores = CPU_COUNT(&b->cpus);
@@ -140,7 +141,8 @@ static hwloc_obj_t s_gpu_numa(const struct s_ctx *c, int g)
 {
     hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(c->t, c->gpus[g].obj);
     hwloc_obj_t root = hwloc_get_root_obj(c->t);
-    if (!anc || !anc->nodeset || hwloc_bitmap_iszero(anc->nodeset) || hwloc_bitmap_isequal(anc->nodeset, root->nodeset))
+    if (!anc || !anc->nodeset || hwloc_bitmap_iszero(anc->nodeset) ||
+        hwloc_bitmap_isequal(anc->nodeset, root->nodeset))
         return NULL;
     hwloc_obj_t node = NULL;
     while ((node = hwloc_get_next_obj_by_type(c->t, HWLOC_OBJ_NUMANODE, node)))
@@ -233,7 +235,8 @@ static void s_choose(struct s_ctx *c, int mode, const char *how)
             s_slice(units, n, kfree++, nfree, c->cpus[i]);
             s_free_units(units, n);
             snprintf(b->why, sizeof b->why, "even split%s", !b->gpu[0] ? " (CPU worker)"
-                     : b->busid[0] ? ": the GPU has no NUMA locality" : ": the GPU is not in the topology (a UUID, or no such PCI device)");
+                     : b->busid[0] ? ": the GPU has no NUMA locality"
+                                   : ": the GPU is not in the topology (a UUID, or no such PCI device)");
             continue;
         }
         snprintf(b->why, sizeof b->why, "GPU locality (%s)", how);
@@ -373,8 +376,12 @@ int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *e
         s_unbound(plan, &allowed, "--cpu-bind none: the launcher's CPUs");
         return 0;
     }
-    if (in->mode == TOPO_LIST)
-        return s_list(in, plan, &allowed, err, errlen);
+    if (in->mode == TOPO_LIST) {
+        if (s_list(in, plan, &allowed, err, errlen) == 0)
+            return 0;
+        topo_plan_free(plan);
+        return -1;
+    }
     if (in->mode == TOPO_AUTO && !synthetic) {
         cpu_set_t online;
         int nn = s_sys_numa_nodes();
@@ -405,6 +412,10 @@ int topo_plan_build(const struct topo_input *in, struct topo_plan *plan, char *e
                hwloc_topology_load(c.t) < 0) {
         snprintf(err, errlen, "hwloc cannot read the topology%s%s; give --cpu-bind none to run unbound",
                  xml && *xml ? " of HWLOC_XMLFILE=" : "", xml && *xml ? xml : "");
+        if (in->mode == TOPO_AUTO) { /* the default never stops a job: it binds nothing, and says why */
+            s_unbound(plan, &allowed, "hwloc cannot read the topology: not bound");
+            rc = 0;
+        }
     } else {
         rc = s_with_hwloc(&c, &allowed, synthetic, err, errlen);
     }

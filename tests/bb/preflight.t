@@ -8,7 +8,7 @@
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
     echo "1..0 # SKIP mount namespaces need root"; exit 0
 fi
-plan 17
+plan 18
 
 # small CMD...: CMD in a new mount namespace whose /dev/shm is a 64 MiB tmpfs.
 small() { unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"' sh "$@"; }
@@ -38,6 +38,8 @@ is "$rc" 0 "--preflight-shm 16M,16M: 64 MiB is enough"
 NCCL_SOCKET_IFNAME=nosuch timeout -k 5 60 "$PLAUNCH" --nproc-per-node 1 --log-dir "$T/l6" true 2>"$T/.err"
 like "$(cat "$T/l6/plaunch.log")" "NCCL_SOCKET_IFNAME=nosuch names no interface of this node \(NCCL reads each name as a prefix\)" \
     "NCCL_SOCKET_IFNAME naming no interface is named"
+NCCL_SOCKET_IFNAME=$'\e[31mred' timeout -k 5 60 "$PLAUNCH" --nproc-per-node 1 --log-dir "$T/l8" true >"$T/.out" 2>"$T/.err"
+ok $(grep -q $'\e' "$T/.err" "$T/l8/plaunch.log"; [ $? = 1 ]; echo $?) "a value with an escape byte reaches no terminal or log raw"
 GLOO_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=^docker timeout -k 5 60 "$PLAUNCH" --preflight strict --nproc-per-node 1 \
     --log-dir "$T/l7" true 2>"$T/.err"
 is "$?" 0 "an interface that is up, and an exclusion list: no finding"

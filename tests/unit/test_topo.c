@@ -297,6 +297,18 @@ static void test_user_mask_never_widened(void **state)
         "rank 1: GPU 4, NUMA -, CPUs 3 (not bound): --cpu-bind none: the launcher's CPUs",
     };
     s_expect_in("2s8g.xml", "none", 2, gpus, "3", none);
+    /* a memory policy of its own (numactl --membind): placed by the user too */
+    char path[4096], err[256], line[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/topo/2s8g.xml", getenv("PLAUNCH_SRC") ? getenv("PLAUNCH_SRC") : ".");
+    setenv("HWLOC_XMLFILE", path, 1);
+    struct topo_input in = { .mode = TOPO_AUTO, .n = 2, .gpus = gpus, .mem_bound = 1 };
+    struct topo_plan plan;
+    assert_int_equal(topo_plan_build(&in, &plan, err, sizeof err), 0);
+    topo_plan_line(&plan, 1, -1, line, sizeof line);
+    assert_non_null(strstr(line, "local rank 1: GPU 4, NUMA -, CPUs "));
+    assert_non_null(strstr(line, "(not bound): user mask: plaunch was started bound"));
+    topo_plan_free(&plan);
+    unsetenv("HWLOC_XMLFILE");
 }
 
 /* --cpu-bind list: one CPU list per local rank, cut to the launcher's mask; a list outside it is refused. */

@@ -314,16 +314,22 @@ error:
     return NULL;
 }
 
+/* The node's GPU entries, for a request about them. */
+static int s_gpus(const struct job *job, const char **gpus)
+{
+    int n = 0;
+    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++)
+        gpus[n++] = job->workers[i].gpu;
+    return n;
+}
+
 int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void *arg)
 {
     static const char *gpus[MON_TARGETS_MAX];
     struct job *job = m ? m->job : NULL;
     if (!m || !job->node.gpu_mode || strcmp(job->opt.preflight, "off") == 0 || s_start_sampler(m) < 0)
         return 0;
-    int n = 0;
-    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++)
-        gpus[n++] = job->workers[i].gpu;
-    if (mon_sampler_request_preflight(m->sampler, gpus, n) < 0)
+    if (mon_sampler_request_preflight(m->sampler, gpus, s_gpus(job, gpus)) < 0)
         return 0;
     m->done = done;
     m->done_arg = arg;
@@ -339,10 +345,7 @@ int agent_mon_gpu_procs(agent_mon_t *m, void (*done)(void *arg, const char *line
     if (!m || !job->node.gpu_mode || !m->use_nvml || m->broken || m->preflight || m->procs || m->outstanding ||
         s_start_sampler(m) < 0)
         return 0;
-    int n = 0;
-    for (int i = 0; i < job->node.nworkers && n < MON_TARGETS_MAX; i++)
-        gpus[n++] = job->workers[i].gpu;
-    if (mon_sampler_request_procs(m->sampler, gpus, n) < 0)
+    if (mon_sampler_request_procs(m->sampler, gpus, s_gpus(job, gpus)) < 0)
         return 0;
     m->procs_done = done;
     m->procs_arg = arg;
