@@ -16,7 +16,8 @@ mkdir -p "$dir/gen" "$dir/seeds" "$dir/corpus" "$dir/crashes"
 if [ ! -e "$dir/gen/wire.pb-c.c" ] || [ common/wire/wire.proto -nt "$dir/gen/wire.pb-c.c" ]; then
     protoc-c --proto_path=common/wire --c_out="$dir/gen" common/wire/wire.proto
 fi
-srcs=(common/wire/wire.c common/wire/wire_check.c common/wire/wire_names.c common/wire/wire_peer.c "$dir/gen/wire.pb-c.c")
+srcs=(common/wire/wire.c common/wire/wire_check.c common/wire/wire_rules.c common/wire/wire_names.c
+      common/wire/wire_peer.c "$dir/gen/wire.pb-c.c")
 flags=(-g -O1 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
        -DPLAUNCH_VERSION="\"$(cat VERSION)\"" -Icommon -Icommon/wire -I"$dir/gen" -Itests/unit)
 "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

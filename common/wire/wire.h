@@ -84,13 +84,12 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
      WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE) | WIRE_BIT(WIRE_RELAY_START) | WIRE_BIT(WIRE_RELAY_READY) |       \
      WIRE_BIT(WIRE_REDIRECT) | WIRE_BIT(WIRE_RELAYED) | WIRE_BIT(WIRE_STATUS_REQUEST) |                           \
      WIRE_BIT(WIRE_STATUS_ANSWER))
-/* worker -> agent over ipc:// */
-#define WIRE_TO_AGENT_IPC                                                                                         \
-    (WIRE_BIT(WIRE_NCCL_ID_PUT) | WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_REPORT))
+/* worker -> agent over ipc:// (REPORTs are the agents' and the coordinator's: a worker cannot speak for its node) */
+#define WIRE_TO_AGENT_IPC (WIRE_BIT(WIRE_NCCL_ID_PUT) | WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_BARRIER))
 /* a relay's child -> the relay (each one but HEARTBEAT goes on to the coordinator inside RELAYED) */
 #define WIRE_TO_RELAY                                                                                             \
     (WIRE_TO_AGENT_IPC | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |                  \
-     WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_BYE))
+     WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE))
 /* agent -> coordinator */
 #define WIRE_TO_COORD (WIRE_TO_RELAY | WIRE_BIT(WIRE_RELAY_READY) | WIRE_BIT(WIRE_RELAYED) | WIRE_BIT(WIRE_STATUS_REQUEST))
 /* coordinator -> `plaunch status --master` (on its TLS session) */

@@ -1,5 +1,5 @@
 /* wire_peer: does a message's sender speak this protocol version and run this job? The error names both sides and
- * the one to upgrade, so that the same text reads right in both logs. Calls only wire_check.c's wire_fail. */
+ * the one to upgrade, so that the same text reads right in both logs. Calls only wire_names.c's wire_fail. */
 #include "wire_priv.h"
 
 #include <inttypes.h>

@@ -539,6 +539,16 @@ static void test_body_rules(void **state)
     wire_free(&in);
     free(buf);
 
+    /* A REPORT speaks for a node: an agent takes none from its workers, a relay passes its nodes' on. */
+    sample_init(&s, WIRE_REPORT);
+    buf = s_encode(&s.msg, &len);
+    assert_null(wire_decode(buf, len, WIRE_TO_AGENT_IPC, err, sizeof err));
+    assert_string_equal(err, "REPORT: not accepted by this receiver (sent to the wrong side?)");
+    in = wire_decode(buf, len, WIRE_TO_RELAY, err, sizeof err);
+    assert_non_null(in);
+    wire_free(&in);
+    free(buf);
+
     wire_init(&s.msg, SAMPLE_JOB, 0, WIRE_NONE, NULL);
     assert_int_equal(wire_encode(&s.msg, NULL, 0, err, sizeof err), -1);
     assert_string_equal(err, "message has no body (empty, or of a newer protocol)");
