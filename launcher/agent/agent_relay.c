@@ -3,6 +3,7 @@
  * agent_proto.c; calls only link.c, creds.c and launcher/relay/. */
 #include "agent_relay.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,7 +64,10 @@ static int s_start_ranked(agent_t *ac, const struct joblayout *l, const char *ho
                  o->node_rank, err);
         return -1;
     }
-    struct relay_cfg cfg = { .bind_addr = host, .job_id = ac->job->job_id[0] ? ac->job->job_id : "pending",
+    unsigned char num[16];
+    /* ZeroMQ binds to addresses, never to names: a name in --node-hosts (gpu001) is this node's own address */
+    int numeric = inet_pton(AF_INET, host, num) == 1 || inet_pton(AF_INET6, host, num) == 1;
+    struct relay_cfg cfg = { .bind_addr = numeric ? host : ac->job->host_addr, .job_id = ac->job->job_id[0] ? ac->job->job_id : "pending",
                              .hello_host = ac->master_host[0] ? ac->master_host : "coordinator",
                              .max_children = joblayout_max_children(l, WIRE_MAX_RELAY_TO),
                              .hb_interval_ms = (int)opts_ms(o->heartbeat),
