@@ -111,8 +111,8 @@ for n in "${sizes[@]}"; do
         "on 2 cores, before any TLS or message"
     if [ ${#prev[@]} -gt 0 ]; then
         results+=("ratio N=$n/N=${prev[0]}: formed $(bench_div "${cur[1]}" "${prev[1]}")x ids $(bench_div "${cur[2]}" \
-            "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" "${prev[4]}")x" \
-            "coord_form_cpu $(bench_div "${cur[5]}" "${prev[5]}")x")
+            "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" \
+            "${prev[4]}")x coord_form_cpu $(bench_div "${cur[5]}" "${prev[5]}")x")
     fi
     prev=("${cur[@]}")
     [ ${#first[@]} -gt 0 ] || first=("${cur[@]}")
