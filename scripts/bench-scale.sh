@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --relay-fanout) fanout=$2; shift 2 ;;
     --perf) perf_dir=$(realpath -m -- "$2"); shift 2 ;;
     --elastic) elastic=1; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) bench_positive_int N "$1"; sizes+=("$1"); shift ;;
     esac
 done
