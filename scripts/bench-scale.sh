@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --relay-fanout) fanout=$2; shift 2 ;;
     --perf) perf_dir=$(realpath -m -- "$2"); shift 2 ;;
     --elastic) elastic=1; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) bench_positive_int N "$1"; sizes+=("$1"); shift ;;
     esac
 done
@@ -111,8 +111,8 @@ for n in "${sizes[@]}"; do
         "on 2 cores, before any TLS or message"
     if [ ${#prev[@]} -gt 0 ]; then
         results+=("ratio N=$n/N=${prev[0]}: formed $(bench_div "${cur[1]}" "${prev[1]}")x ids $(bench_div "${cur[2]}" \
-            "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" "${prev[4]}")x" \
-            "coord_form_cpu $(bench_div "${cur[5]}" "${prev[5]}")x")
+            "${prev[2]}")x hb_cpu $(bench_div "${cur[3]}" "${prev[3]}")x coord_rss $(bench_div "${cur[4]}" \
+            "${prev[4]}")x coord_form_cpu $(bench_div "${cur[5]}" "${prev[5]}")x")
     fi
     prev=("${cur[@]}")
     [ ${#first[@]} -gt 0 ] || first=("${cur[@]}")

@@ -33,7 +33,7 @@
 #define WIRE_MAX_STACKS_MS   600000
 #define WIRE_MAX_AGE_MS      (86400000ll * 365) /* PROGRESS ages: a year */
 #define WIRE_MAX_STATUS      (256u << 10) /* a STATUS_ANSWER's document (GP_STATUS_MAX) */
-#define WIRE_MAX_PREFLIGHT   16          /* JOIN's preflight findings (launcher/preflight/preflight.h PF_MAX) */
+#define WIRE_MAX_PREFLIGHT   16          /* JOIN's preflight findings (launcher/preflight/preflight.h PF_FINDINGS_MAX) */
 #define WIRE_MAX_RESTARTS    100000
 #define WIRE_MAX_GRACE_S     3600
 #define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */

@@ -51,6 +51,7 @@ struct agent {
     int ranked_relay;          /* ... from the start, as the ranked layout says (its JOIN names its endpoint) */
     char first_relay[300];     /* this node's relay by the ranked layout ("tcp://HOST:PORT"), or "" */
     int first_wait_ms;         /* ... how long it waits for it before it joins the coordinator directly */
+    int first_timer;           /* ... that wait, until the first session (agent_relay.c) */
     char coord_host[256];      /* the coordinator's host name (HELLO), which the relay's HELLO gives its nodes */
     char endpoint[300];
     char master_host[256];     /* --master's HOST, a name or a number */

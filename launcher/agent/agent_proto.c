@@ -212,10 +212,10 @@ void agent_proto_send_join(agent_t *ac)
     j.n_worker_ports = (size_t)job->node.nworkers;
     j.worker_ports = wports;
     j.master_port = (uint32_t)ports[0];
-    char *pf[PF_MAX];
-    for (int i = 0; i < ac->pf.n && i < PF_MAX; i++)
+    char *pf[PF_FINDINGS_MAX];
+    for (int i = 0; i < ac->pf.n && i < PF_FINDINGS_MAX; i++)
         pf[i] = ac->pf.line[i];
-    j.n_preflight = (size_t)(ac->pf.n < PF_MAX ? ac->pf.n : PF_MAX);
+    j.n_preflight = (size_t)(ac->pf.n < PF_FINDINGS_MAX ? ac->pf.n : PF_FINDINGS_MAX);
     j.preflight = pf;
     const char *rep = agent_relay_join_endpoint(ac);
     if (rep)

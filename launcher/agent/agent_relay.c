@@ -3,6 +3,7 @@
  * agent_proto.c; calls only link.c, creds.c and launcher/relay/. */
 #include "agent_relay.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,7 +64,10 @@ static int s_start_ranked(agent_t *ac, const struct joblayout *l, const char *ho
                  o->node_rank, err);
         return -1;
     }
-    struct relay_cfg cfg = { .bind_addr = host, .job_id = ac->job->node.job_id[0] ? ac->job->node.job_id : "pending",
+    unsigned char num[16];
+    /* ZeroMQ binds to addresses, never to names: a name in --node-hosts (gpu001) is this node's own address */
+    int numeric = inet_pton(AF_INET, host, num) == 1 || inet_pton(AF_INET6, host, num) == 1;
+    struct relay_cfg cfg = { .bind_addr = numeric ? host : ac->job->node.host_addr, .job_id = ac->job->node.job_id[0] ? ac->job->node.job_id : "pending",
                              .hello_host = ac->master_host[0] ? ac->master_host : "coordinator",
                              .max_children = joblayout_max_children(l, WIRE_MAX_RELAY_TO),
                              .hb_interval_ms = (int)opts_ms(o->heartbeat),
@@ -77,6 +81,21 @@ static int s_start_ranked(agent_t *ac, const struct joblayout *l, const char *ho
     ac->ranked_relay = 1;
     log_info("node rank %d relays for %d nodes of the layout (--relay-fanout %d) at %s", o->node_rank,
              joblayout_children(l, o->node_rank), l->fanout, relay_endpoint(ac->relay));
+    return 0;
+}
+
+/* The layout's relay has not taken this node in time (not up yet, gone, or its own session with the coordinator is
+ * not): the coordinator serves it directly. Bounded: one wait, then the coordinator. */
+static int s_first_due(loop_t *loop, int id, void *arg)
+{
+    agent_t *ac = arg;
+    char why[600];
+    ac->first_timer = 0;
+    if (!ac->link || link_is_open(ac->link) || !link_at_relay(ac->link))
+        return 0;
+    snprintf(why, sizeof why, "this node's relay at %s (the ranked layout's) did not take it within %.1f s: joining "
+             "the coordinator directly", ac->first_relay, ac->first_wait_ms / 1000.0);
+    link_reset(ac->link, why);
     return 0;
 }
 
@@ -103,16 +122,18 @@ void agent_relay_plan(agent_t *ac, struct link_first *first)
     }
     s_endpoint(ac->first_relay, sizeof ac->first_relay, host, ac->master_port + 1);
     ac->first_wait_ms = s_relay_wait_ms(o);
+    ac->first_timer = loop_timer_after_ms(ac->loop, ac->first_wait_ms, s_first_due, ac);
     agent_relay_first(ac, first);
     log_info("node rank %d joins through its relay, rank %d, at %s (the ranked layout; the coordinator directly if "
              "it has not answered within %.1f s)", o->node_rank, parent, ac->first_relay,
-             first->relay_wait_ms / 1000.0);
+             ac->first_wait_ms / 1000.0);
 }
 
 void agent_relay_first(const agent_t *ac, struct link_first *first)
 {
-    *first = (struct link_first){ .direct = ac->ranked_relay, .relay = ac->first_relay,
-                                  .relay_wait_ms = ac->first_wait_ms };
+    /* the relay only while its wait lasts: a later link goes to the coordinator */
+    *first = (struct link_first){ .direct = ac->ranked_relay,
+                                  .relay = ac->first_timer > 0 ? ac->first_relay : NULL };
 }
 
 const char *agent_relay_join_endpoint(const agent_t *ac)
@@ -188,6 +209,9 @@ void agent_relay_generation(agent_t *ac)
 
 void agent_relay_free(agent_t *ac)
 {
+    if (ac->first_timer > 0)
+        loop_timer_cancel(ac->loop, ac->first_timer);
+    ac->first_timer = 0;
     relay_destroy(&ac->relay);
     tls_ctx_destroy(&ac->relay_tls);
 }

@@ -49,9 +49,6 @@ struct link {
     int answered;            /* this session's peer sent a frame */
     int zmtp_up;             /* ... finished the ZeroMQ handshake */
     int unanswered;          /* sessions in a row whose connected peer never answered */
-    int first_timer;         /* struct link_first's relay_wait_ms, until its HELLO */
-    char first_relay[WIRE_MAX_ENDPOINT + 1];
-    int first_wait_ms;
 };
 
 /* Sends every pending TLS record as its own frame. */
@@ -151,10 +148,6 @@ static void s_deliver(link_t *l, const void *data, size_t len)
         return;
     }
     int hello = m->body_case == WIRE_HELLO;
-    if (hello && l->first_timer > 0) { /* the ranked layout's relay took this node */
-        loop_timer_cancel(l->loop, l->first_timer);
-        l->first_timer = 0;
-    }
     if (hello) {
         l->open = 1;
         l->backoff_ms = 0;
@@ -393,21 +386,6 @@ static int s_connect(link_t *l, char *err, size_t errlen)
     return 0;
 }
 
-/* The layout's relay did not take this node in time (not up yet, gone, or its own session with the coordinator
- * is not): the coordinator serves it directly. Bounded: one wait, then the coordinator. */
-static int s_first_due(loop_t *loop, int id, void *arg)
-{
-    link_t *l = arg;
-    char why[600];
-    l->first_timer = 0;
-    if (l->open || !l->at_relay)
-        return 0;
-    snprintf(why, sizeof why, "this node's relay at %s (the ranked layout's) did not take it within %.1f s: joining "
-             "the coordinator directly", l->first_relay, l->first_wait_ms / 1000.0);
-    s_reset(l, why, 0);
-    return 0;
-}
-
 link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls, const struct link_first *first,
                  link_msg_fn on_msg, link_drop_fn on_drop, void *arg, char *err, size_t errlen)
 {
@@ -425,16 +403,8 @@ link_t *link_new(void *zctx, loop_t *loop, const char *endpoint, tls_ctx_t *tls,
     l->arg = arg;
     snprintf(l->endpoint, sizeof l->endpoint, "%s", endpoint);
     l->direct = first && first->direct;
-    if (first && first->relay && first->relay[0] && tls) {
+    if (first && first->relay && first->relay[0] && tls) /* its first session at the layout's relay */
         snprintf(l->relay, sizeof l->relay, "%s", first->relay);
-        snprintf(l->first_relay, sizeof l->first_relay, "%s", first->relay);
-        l->first_wait_ms = first->relay_wait_ms > 0 ? first->relay_wait_ms : 1;
-        if ((l->first_timer = loop_timer_after_ms(loop, l->first_wait_ms, s_first_due, l)) < 0) {
-            snprintf(err, errlen, "event loop: %s", strerror(errno));
-            link_destroy(&l);
-            return NULL;
-        }
-    }
     if (s_connect(l, err, errlen) < 0) {
         link_destroy(&l);
         return NULL;
@@ -456,8 +426,6 @@ void link_destroy(link_t **pl)
         loop_timer_cancel(l->loop, l->retry_timer);
     if (l->hs_timer > 0)
         loop_timer_cancel(l->loop, l->hs_timer);
-    if (l->first_timer > 0)
-        loop_timer_cancel(l->loop, l->first_timer);
     if (l->sock) /* let a last BYE and close_notify leave */
         s_linger(l->sock);
     void *none = NULL;

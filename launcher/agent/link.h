@@ -19,9 +19,9 @@ typedef void (*link_drop_fn)(void *arg, const char *reason, int fatal);
 struct link_first {
     int direct;                 /* ask the coordinator to serve this node itself from the first session on (a relay) */
     const char *relay;          /* "tcp://HOST:PORT": this node's relay by the ranked layout (docs/design.md, "The
-                                   fan-out tree"): the first session opens there; NULL or "" none */
-    int relay_wait_ms;          /* ... and goes to the coordinator (directly) when the relay has not said HELLO
-                                   within this long (late or dead), as when that session fails */
+                                   fan-out tree"): the first session opens there; when it fails (or the caller
+                                   ends it with link_reset: the relay is late), the next goes to the coordinator,
+                                   asking to be served directly. NULL or "" none */
 };
 
 /* Connects to endpoint ("tcp://host:port"), or first to a relay; tls NULL means plaintext. NULL + message in err

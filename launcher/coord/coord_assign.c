@@ -1,5 +1,6 @@
 /* coord_assign: the world of a generation: the coordinator's state, who is a member, when the world is complete
- * (every live member back; MAX nodes, or MIN after a last call), deterministic node ranks and the ASSIGN to each. */
+ * (every live member back; MAX nodes, or MIN after a last call), deterministic node ranks, the ASSIGN to each and
+ * the census of sessions as it starts (docs/design.md, "The fan-out tree"). */
 #include "coord_priv.h"
 
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "joblayout.h"
 #include "log.h"
 
 static const char *s_state_names[] = { "rendezvous", "running", "restarting", "ending", "done" };
@@ -180,6 +182,37 @@ void coord_assign_standby(coord_server_t *cs, int all)
     }
 }
 
+/* Who holds a session where as a generation starts: logged, and kept for coord_server_census. */
+static void s_census(coord_server_t *cs)
+{
+    struct coord_tree *t = &cs->tree;
+    struct coord_census c = { .generation = cs->generation, .redirects = t->redirects };
+    struct joblayout l;
+    const struct opts *o = &cs->job->opt;
+    if (cs->state != CS_RUNNING || t->census_gen == cs->generation + 1)
+        return;
+    t->census_gen = cs->generation + 1;
+    joblayout_plan(&l, o->nnodes + o->spares, o->relay_fanout); /* spares hold sessions like the others */
+    for (int i = 1; i < cs->npeers; i++) {
+        const struct peer *p = &cs->peers[i];
+        if (!p->used || p->st != PS_MEMBER || p->local)
+            continue;
+        if (p->via) {
+            c.behind++;
+            continue;
+        }
+        c.direct++;
+        c.relays += p->relay >= 1;
+        c.fallback += t->ranked && p->req_rank >= 0 && joblayout_parent(&l, p->req_rank) >= 1;
+    }
+    t->census = c;
+    log_info("coordinator: census of generation %u: %d session%s here (%d relay%s, %d other node%s), %d node%s "
+             "behind relays, %d fell back from their relay, %ld REDIRECT%s sent", c.generation, c.direct,
+             c.direct == 1 ? "" : "s", c.relays, c.relays == 1 ? "" : "s", c.direct - c.relays,
+             c.direct - c.relays == 1 ? "" : "s", c.behind, c.behind == 1 ? "" : "s", c.fallback, c.redirects,
+             c.redirects == 1 ? "" : "s");
+}
+
 static void s_assign(coord_server_t *cs)
 {
     int n = coord_assign_members(cs, cs->generation);
@@ -252,7 +285,7 @@ static void s_assign(coord_server_t *cs)
     coord_assign_standby(cs, 1);
     cs->bye_cursor = 0; /* every BYE is counted afresh */
     coord_assign_set_state(cs, CS_RUNNING);
-    coord_relay_census(cs); /* who holds a session where, as the generation starts */
+    s_census(cs); /* who holds a session where, as the generation starts */
 }
 
 /* A node that was a member comes back on a new session (its link broke): the job goes on. */

@@ -293,36 +293,6 @@ void coord_relay_consider(coord_server_t *cs, int peer, const char *ranked_ep)
         coord_via_send(cs, peer, buf, (size_t)n);
 }
 
-void coord_relay_census(coord_server_t *cs)
-{
-    struct coord_tree *t = &cs->tree;
-    struct coord_census c = { .generation = cs->generation, .redirects = t->redirects };
-    struct joblayout l;
-    const struct opts *o = &cs->job->opt;
-    if (cs->state != CS_RUNNING || t->census_gen == cs->generation + 1)
-        return;
-    t->census_gen = cs->generation + 1;
-    joblayout_plan(&l, o->nnodes + o->spares, o->relay_fanout); /* spares hold sessions like the others */
-    for (int i = 1; i < cs->npeers; i++) {
-        const struct peer *p = &cs->peers[i];
-        if (!p->used || p->st != PS_MEMBER || p->local)
-            continue;
-        if (p->via) {
-            c.behind++;
-            continue;
-        }
-        c.direct++;
-        c.relays += p->relay >= 1;
-        c.fallback += t->ranked && p->req_rank >= 0 && joblayout_parent(&l, p->req_rank) >= 1;
-    }
-    t->census = c;
-    log_info("coordinator: census of generation %u: %d session%s here (%d relay%s, %d other node%s), %d node%s "
-             "behind relays, %d fell back from their relay, %ld REDIRECT%s sent", c.generation, c.direct,
-             c.direct == 1 ? "" : "s", c.relays, c.relays == 1 ? "" : "s", c.direct - c.relays,
-             c.direct - c.relays == 1 ? "" : "s", c.behind, c.behind == 1 ? "" : "s", c.fallback, c.redirects,
-             c.redirects == 1 ? "" : "s");
-}
-
 /* ---- what relays carry up ------------------------------------------------------------------------------------- */
 
 static void s_ready(coord_server_t *cs, struct peer *p, const Plaunch__RelayReady *rr)

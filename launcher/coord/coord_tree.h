@@ -76,9 +76,7 @@ int coord_relay_room(coord_server_t *cs);
 /* A member that joined directly: a relay of the ranked layout when its JOIN named its endpoint (ranked_ep not
  * ""), else RELAY_START when the tree still wants relays. */
 void coord_relay_consider(coord_server_t *cs, int peer, const char *ranked_ep);
-/* Once per generation, when it runs: the census of sessions (direct, relays, behind relays) and REDIRECTs, logged
- * and kept in cs->tree.census. */
-void coord_relay_census(coord_server_t *cs);
+
 /* RELAY_READY or RELAYED from a direct member. */
 void coord_relay_in(coord_server_t *cs, int peer, const wire_msg_t *m);
 /* A message for a node behind a relay (watch: it starts the node's heartbeats, an ASSIGN). 0, or -1. */

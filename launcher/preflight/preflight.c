@@ -19,7 +19,7 @@
 
 void preflight_add(struct pf_findings *out, const char *fmt, ...)
 {
-    if (out->n >= PF_MAX) {
+    if (out->n >= PF_FINDINGS_MAX) {
         out->dropped++;
         return;
     }

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_MAX 16       /* findings kept (the JOIN carries at most this many) */
+#define PF_FINDINGS_MAX 16       /* findings kept (the JOIN carries at most this many) */
 #define PF_LINE 1024    /* bytes of one, NUL included (WIRE_MAX_TEXT) */
 
 struct pf_findings {
-    int n;              /* kept, <= PF_MAX */
-    int dropped;        /* found beyond PF_MAX */
-    char line[PF_MAX][PF_LINE];
+    int n;              /* kept, <= PF_FINDINGS_MAX */
+    int dropped;        /* found beyond PF_FINDINGS_MAX */
+    char line[PF_FINDINGS_MAX][PF_LINE];
 };
 
 struct pf_input {
