@@ -24,9 +24,9 @@ endif
 
 CC       ?= cc
 PKGS     := libzmq inih openssl jansson libprotobuf-c
-# Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
-# host without elfutils are not affected.
-HDR_PKGS := libdw
+# Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), and an etcd rendezvous
+# libcurl.so.4 (common/etcd/etcd.c), so plaunch's start and a host without elfutils or libcurl are not affected.
+HDR_PKGS := libdw libcurl
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))
