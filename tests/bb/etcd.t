@@ -10,7 +10,7 @@
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
     { echo "1..0 # SKIP no etcd/etcdctl (make deps installs etcd-server etcd-client)"; exit 0; }
-plan 27
+plan 28
 
 NS="pe$$"; NS=${NS:0:8}; NET=80; N=4 # host 1 runs etcd, hosts 2-4 run plaunch
 netns_down "$NS" $N >/dev/null 2>&1
@@ -137,6 +137,13 @@ rc=$?; ms=$(( ($(date +%s%N) - start) / 1000000 ))
 is "$rc" 2 "etcd unreachable: exit status 2 (${ms} ms)"
 like "$(cat "$T/err4")" "cannot elect the coordinator through etcd .*$EA:2399.*start etcd there" \
     "  ... with a sentence naming etcd's address and the fix"
+
+# ---- several endpoints: one that does not answer hands each call to the next --------------------------------
+for i in 2 3; do
+    MASTER="etcd://$EA:2399,$EA:2379" mn_node $i --nnodes 2 --job-id ej8 $HB true
+done
+mn_wait 2 60; rc2=$wrc; mn_wait 3 60; rc3=$wrc
+is "$rc2 $rc3" "0 0" "etcd://DEAD,LIVE: the nodes elect through the endpoint that answers"
 
 # ---- TLS to etcd with client certificates --------------------------------------------------------------------
 mkdir -p "$T/pki"; P="$T/pki"
