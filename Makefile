@@ -24,11 +24,12 @@ endif
 
 CC       ?= cc
 PKGS     := libzmq inih openssl jansson libprotobuf-c
-# Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), so plaunch's start and a
-# host without elfutils are not affected; --metrics-port loads libmicrohttpd.so.12 at run time
-# (launcher/metrics/metrics_http.c): its archive would drag GnuTLS and p11-kit (no static library) into the binary.
-# hwloc (launcher/topo/) is the launcher's alone: libplaunch and the workers never link it.
-HDR_PKGS := libdw libmicrohttpd hwloc
+# Headers only: `plaunch __stacks` loads libdw.so.1 at run time (launcher/hang/hang_dw.c), and an etcd rendezvous
+# libcurl.so.4 (common/etcd/etcd.c), so plaunch's start and a host without elfutils or libcurl are not affected;
+# --metrics-port loads libmicrohttpd.so.12 at run time (launcher/metrics/metrics_http.c): its archive would drag
+# GnuTLS and p11-kit (no static library) into the binary. hwloc (launcher/topo/) is the launcher's alone:
+# libplaunch and the workers never link it.
+HDR_PKGS := libdw libmicrohttpd libcurl hwloc
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
 SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))

@@ -14,6 +14,7 @@ hbt=${2:-2.5}
 command -v etcd >/dev/null || { echo "bench-failover: no etcd (apt-get install etcd-server etcd-client)" >&2; exit 0; }
 [ -x build/bin/plaunch ] || make -s
 . scripts/netns.sh
+. scripts/bench-lib.sh
 PLOG="plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log"
 tmp=$(mktemp -d /tmp/plaunch-bfo.XXXXXX)
 P=$tmp/plaunch
@@ -41,14 +42,7 @@ for _ in $(seq 1 300); do
 done
 export PLAUNCH_TOKEN OUTDIR=$tmp
 PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-cat >"$tmp/w.sh" <<'W'
-#!/bin/bash
-echo "$EPOCHREALTIME" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
-[ "$PLAUNCH_GENERATION" -ge 1 ] && exit 0
-sleep 300
-W
-chmod +x "$tmp/w.sh"
-log_time() { date -d "$(grep -m1 -E "$2" "$1" | cut -d' ' -f1)" +%s.%N; }
+bench_gen_worker "$tmp/w.sh"
 stats() { sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2;
     printf "%8.0f %8.0f %8.0f", m * 1000, a[1] * 1000, a[NR] * 1000}'; }
 

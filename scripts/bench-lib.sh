@@ -197,3 +197,15 @@ bench_fail_run() {
     tail -n 20 "$2" >&2 || true
     exit 1
 }
+
+# bench_gen_worker FILE: writes the multi-node benches' worker: first thing it stamps $EPOCHREALTIME into
+# $OUTDIR/start.GENERATION.NODE_RANK; generation 0 then runs (sleeps) until stopped, later ones exit 0.
+bench_gen_worker() {
+    cat >"$1" <<'W'
+#!/bin/bash
+echo "$EPOCHREALTIME" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
+[ "$PLAUNCH_GENERATION" -ge 1 ] && exit 0
+sleep 300
+W
+    chmod +x "$1"
+}

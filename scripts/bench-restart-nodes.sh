@@ -13,6 +13,7 @@ runs=${1:-5}
 [ "$(id -u)" = 0 ] || { echo "bench-restart-nodes: needs root for network namespaces" >&2; exit 0; }
 [ -x build/bin/plaunch ] || make -s
 . scripts/netns.sh
+. scripts/bench-lib.sh
 PLOG="plaunch.$(hostname | tr -c 'A-Za-z0-9._\n-' '_').log" # a multi-node job's launcher log on this host
 P=$PWD/build/bin/plaunch
 NS="pr$$"; NS=${NS:0:8}; NET=77; PORT=29477
@@ -27,13 +28,7 @@ trap cleanup EXIT
 netns_up "$NS" 3 $NET
 export PLAUNCH_TOKEN OUTDIR=$tmp
 PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-cat >"$tmp/w.sh" <<'W'
-#!/bin/bash
-echo "$EPOCHREALTIME" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"
-[ "$PLAUNCH_GENERATION" -ge 1 ] && exit 0
-sleep 300
-W
-chmod +x "$tmp/w.sh"
+bench_gen_worker "$tmp/w.sh"
 
 # log_time FILE REGEX: epoch seconds of the first log line matching REGEX
 log_time() { date -d "$(grep -m1 -E "$2" "$1" | cut -d' ' -f1)" +%s.%N; }

@@ -406,24 +406,27 @@ int etcd_campaign(etcd_t *e, const char *key, const char *val, int64_t lease, ch
     return won;
 }
 
-long etcd_count_prefix(etcd_t *e, const char *prefix, char *err, size_t errlen)
+/* A range call over every key that starts with prefix (path: range or deleterange); the answer's number in field. */
+static long s_prefix_call(etcd_t *e, const char *path, const char *prefix, int count_only, const char *field,
+                          char *err, size_t errlen)
 {
-    json_t *req = json_pack("{s:o,s:o,s:b}", "key", s_b64(prefix), "range_end", s_range_end(prefix), "count_only", 1);
-    json_t *a = req ? s_call(e, "/v3/kv/range", req, err, errlen) : NULL;
+    json_t *req = json_pack("{s:o,s:o}", "key", s_b64(prefix), "range_end", s_range_end(prefix));
+    if (req && count_only)
+        json_object_set_new(req, "count_only", json_true());
+    json_t *a = req ? s_call(e, path, req, err, errlen) : NULL;
     if (!a)
         return -1;
-    long n = (long)s_int(json_object_get(a, "count"));
+    long n = (long)s_int(json_object_get(a, field));
     json_decref(a);
     return n;
 }
 
+long etcd_count_prefix(etcd_t *e, const char *prefix, char *err, size_t errlen)
+{
+    return s_prefix_call(e, "/v3/kv/range", prefix, 1, "count", err, errlen);
+}
+
 long etcd_delete_prefix(etcd_t *e, const char *prefix, char *err, size_t errlen)
 {
-    json_t *req = json_pack("{s:o,s:o}", "key", s_b64(prefix), "range_end", s_range_end(prefix));
-    json_t *a = req ? s_call(e, "/v3/kv/deleterange", req, err, errlen) : NULL;
-    if (!a)
-        return -1;
-    long n = (long)s_int(json_object_get(a, "deleted"));
-    json_decref(a);
-    return n;
+    return s_prefix_call(e, "/v3/kv/deleterange", prefix, 0, "deleted", err, errlen);
 }

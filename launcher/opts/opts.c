@@ -346,7 +346,10 @@ void opts_print_config(const struct opts *o, FILE *out)
     }
     if (o->gpu_scope[0])
         fprintf(out, "  GPUs of the step: %s (%s); --gpus ids are labels of this list\n", o->gpu_scope, o->origin_gpu_scope);
-    if (o->master[0])
+    if (opts_is_etcd(o))
+        fprintf(out, "  coordinator: elected through etcd at %s (the job's keys under /plaunch/%s/)\n", o->master + 7,
+                o->job_id);
+    else if (o->master[0])
         fprintf(out, "  coordinator: %s%s\n", o->master,
                 o->sched_node0 ? ", hosted by this node (the scheduler's first node)" : "");
     if (o->sched_srun)

@@ -10,7 +10,7 @@
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
     { echo "1..0 # SKIP no etcd/etcdctl (make deps installs etcd-server etcd-client)"; exit 0; }
-plan 23
+plan 29
 
 NS="pe$$"; NS=${NS:0:8}; NET=80; N=4 # host 1 runs etcd, hosts 2-4 run plaunch
 netns_down "$NS" $N >/dev/null 2>&1
@@ -97,6 +97,38 @@ left=0; for i in 2 3 4; do left=$((left + $(ip netns pids "$NS$i" | wc -l))); do
 is "$left" 0 "  ... and no worker is left on any node"
 is "$(ectl get --prefix /plaunch/ej2/ --keys-only | grep -c .)" 0 "  ... and the job's keys are gone after it"
 
+# ---- the restart budget survives the takeover: one restart spent before it leaves none after it ---------------
+for i in 2 3 4; do
+    node $i --nnodes 2:3 --job-id ej7 $HB --max-restarts 1 sh -c 'g=$PLAUNCH_GENERATION
+        echo "$g" >>"$1/p7.$RANK.$$"
+        [ "$g" = 0 ] && [ "$RANK" = 0 ] && exit 1
+        [ "$g" -ge 2 ] && [ "$RANK" = 0 ] && exit 3
+        while :; do sleep 0.1; done' sh "$T"
+done
+state7() { ectl get /plaunch/ej7/state --print-value-only | grep -q '"generation":1,"restarts_used":1'; }
+until_ok 60 state7
+ok $? "a worker failure restarts the job once (etcd's state: generation 1, 1 restart spent)"
+coord=$(ectl get /plaunch/ej7/coordinator --print-value-only); victim=${coord%%:*}; victim=${victim##*.}
+gen1_everywhere() { [ "$(cat "$T"/p7.* | grep -c "^1$")" -ge 3 ]; }
+until_ok 30 gen1_everywhere
+kill_reap "$(cat "$T/pid.$victim")"
+rcs=""; for i in 2 3 4; do [ "$i" = "$victim" ] && continue; mn_wait $i 60; rcs="$rcs $wrc"; done
+is "$rcs" " 3 3" "after the takeover the next failure ends the job (exit 3): no restart was left"
+is "$(cat "$T"/p7.* | sort -u | tr '\n' ' ')" "0 1 2 " "  ... generations 0, 1 and 2 ran, no generation 3"
+like "$(cat "$T"/log[234]/plaunch.*.log)" "restart budget exhausted \(1 restart\)" \
+    "  ... the new coordinator's verdict went on from the restart its predecessor spent"
+
+# ---- the coordinator lost during the first rendezvous: the node waiting elects another, newcomers join it ------
+for i in 2 3; do node $i --nnodes 3 --job-id ej9 $HB true; done
+members9() { [ "$(ectl get --prefix /plaunch/ej9/members/ --keys-only | grep -c .)" = 2 ]; }
+until_ok 30 members9
+coord=$(ectl get /plaunch/ej9/coordinator --print-value-only); victim=${coord%%:*}; victim=${victim##*.}
+kill_reap "$(cat "$T/pid.$victim")"
+node 4 --nnodes 3 --job-id ej9 $HB true                    # a third node, and the killed one back
+node "$victim" --nnodes 3 --job-id ej9 $HB true
+for i in 2 3 4; do mn_wait $i 60; eval rc$i=\$wrc; done
+is "$rc2 $rc3 $rc4" "0 0 0" "the coordinator killed before the world formed: another is elected, the job runs on 3 nodes"
+
 # ---- etcd restarted during the job: the job goes on ---------------------------------------------------------
 for i in 2 3 4; do
     node $i --nnodes 3 --job-id ej3 $HB sh -c ': >"$1/up3.$RANK"; while [ ! -e "$1/go3" ]; do sleep 0.05;
@@ -117,6 +149,13 @@ rc=$?; ms=$(( ($(date +%s%N) - start) / 1000000 ))
 is "$rc" 2 "etcd unreachable: exit status 2 (${ms} ms)"
 like "$(cat "$T/err4")" "cannot elect the coordinator through etcd .*$EA:2399.*start etcd there" \
     "  ... with a sentence naming etcd's address and the fix"
+
+# ---- several endpoints: one that does not answer hands each call to the next --------------------------------
+for i in 2 3; do
+    MASTER="etcd://$EA:2399,$EA:2379" mn_node $i --nnodes 2 --job-id ej8 $HB true
+done
+mn_wait 2 60; rc2=$wrc; mn_wait 3 60; rc3=$wrc
+is "$rc2 $rc3" "0 0" "etcd://DEAD,LIVE: the nodes elect through the endpoint that answers"
 
 # ---- TLS to etcd with client certificates --------------------------------------------------------------------
 mkdir -p "$T/pki"; P="$T/pki"
