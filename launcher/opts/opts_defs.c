@@ -347,7 +347,8 @@ const struct optdef opts_defs[] = {
       "progress: no new step reported, or, in a job that reports none, less than --no-progress-time of running; "
       "0 turns it off (default: 3). --max-restarts still applies (docs/resilience.md).", "3", 0 },
     { "no-progress-time", NULL, NULL, 1, s_set_no_progress_time, "SECONDS",
-      "A generation of a job that reports no steps made no progress when it failed within this (default: 60).",
+      "A generation of a job that reports no steps made no progress when it failed within this; 0: only steps "
+      "count (default: 60).",
       "60", 0 },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
       "Time workers get after SIGTERM before SIGKILL (default: 10).", "10", 0 },
