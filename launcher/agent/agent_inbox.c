@@ -131,6 +131,7 @@ static void s_standby(agent_t *ac, const wire_msg_t *m)
     ac->job->gen.generation = (int)m->generation;
     ac->assigned = 1; /* from now on heartbeats decide, as for a node with a rank */
     agent_proto_set_state(ac, AC_STANDBY);
+    agent_relay_generation(ac); /* a spare may relay: its heartbeats carry the generation */
 }
 
 static void s_on_stop(agent_t *ac, const Plaunch__Stop *st)

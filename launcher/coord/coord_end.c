@@ -290,7 +290,7 @@ void coord_end_worker_exit(coord_server_t *cs, int peer, const wire_msg_t *m, in
             coord_end_stop_all(cs, PLAUNCH__STOP__REASON__WORKER_FAILED, 0, "restarts made no progress: the job ends");
             return;
         }
-        if (!progressed)
+        if (!progressed && cs->job->opt.max_no_progress > 0)
             log_warn("no progress before this failure: %s (%d of --max-no-progress-restarts %d)", what,
                      cs->verdict.no_progress, cs->job->opt.max_no_progress);
         if (bits & COORD_VERDICT_NODE_FAULT)

@@ -88,9 +88,10 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     coord_members_set(cs, peer, (int)cs->generation + grow);
     p->byed = 0;
     cs->bye_cursor = 0;
-    log_info("node %s (%s, %u worker%s) joined for generation %d%s%s: %d of %d", p->host, p->addr, p->nproc,
+    log_info("node %s (%s, %u worker%s) joined for generation %d%s%s: %d of %d%s", p->host, p->addr, p->nproc,
              p->nproc == 1 ? "" : "s", p->joined_gen, p->via ? " through relay " : "",
-             p->via ? cs->peers[p->via].host : "", coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes);
+             p->via ? cs->peers[p->via].host : "", coord_assign_members(cs, (uint32_t)p->joined_gen), o->nnodes,
+             o->spares ? " and its spares" : "");
     coord_relay_consider(cs, peer, j->relay_endpoint); /* the layout's relays; or the first to join directly */
     if (grow) {
         snprintf(text, sizeof text, "node %s (%s) joined: growing to %d nodes", p->host, p->addr, coord_assign_live(cs));

@@ -80,8 +80,13 @@ int opts_range(const char *name, char *buf, size_t cap)
 {
     if (strcmp(name, "nproc-per-node") == 0)
         return snprintf(buf, cap, "1 to %d", OPTS_MAX_WORKERS);
-    if (strcmp(name, "max-restarts") == 0)
+    if (strcmp(name, "max-restarts") == 0 || strcmp(name, "max-no-progress-restarts") == 0)
         return snprintf(buf, cap, "0 to %d", OPTS_MAX_RESTARTS);
+    if (strcmp(name, "spares") == 0)
+        return snprintf(buf, cap, "0 to %d, with --nnodes at most %d nodes in all", OPTS_MAX_NODES - 1,
+                        OPTS_MAX_NODES);
+    if (strcmp(name, "no-progress-time") == 0)
+        return snprintf(buf, cap, "0 to %d", OPTS_MAX_WAIT_S);
     if (strcmp(name, "grace") == 0)
         return snprintf(buf, cap, "0 to %d", OPTS_MAX_GRACE_S);
     if (strcmp(name, "nnodes") == 0)

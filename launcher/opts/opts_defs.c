@@ -80,23 +80,25 @@ static int s_set_tee(struct opts *o, const char *val, const char *origin, char *
     return s_copy(o->tee, sizeof o->tee, val, origin, err, errlen);
 }
 
-static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+/* A count from 0 to hi into *out. */
+static int s_count(int *out, const char *val, long hi, const char *what, const char *origin, char *err, size_t errlen)
 {
     long v;
-    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts", err, errlen) < 0)
+    if (s_int(val, 0, hi, &v, origin, what, err, errlen) < 0)
         return -1;
-    o->max_restarts = (int)v;
+    *out = (int)v;
     return 0;
+}
+
+static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
+{
+    return s_count(&o->max_restarts, val, OPTS_MAX_RESTARTS, "the number of restarts", origin, err, errlen);
 }
 
 static int s_set_max_no_progress(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    long v;
-    if (s_int(val, 0, OPTS_MAX_RESTARTS, &v, origin, "the number of restarts without progress (0: off)", err,
-              errlen) < 0)
-        return -1;
-    o->max_no_progress = (int)v;
-    return 0;
+    return s_count(&o->max_no_progress, val, OPTS_MAX_RESTARTS, "the number of restarts without progress (0: off)",
+                   origin, err, errlen);
 }
 
 static int s_set_no_progress_time(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -106,11 +108,7 @@ static int s_set_no_progress_time(struct opts *o, const char *val, const char *o
 
 static int s_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    long v;
-    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "the number of spare nodes", err, errlen) < 0)
-        return -1;
-    o->spares = (int)v;
-    return 0;
+    return s_count(&o->spares, val, OPTS_MAX_NODES - 1, "the number of spare nodes", origin, err, errlen);
 }
 
 static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -371,7 +369,8 @@ const struct optdef opts_defs[] = {
       "progress: no new step reported, or, in a job that reports none, less than --no-progress-time of running; "
       "0 turns it off (default: 3). --max-restarts still applies (docs/resilience.md).", "3", 0 },
     { "no-progress-time", NULL, NULL, 1, s_set_no_progress_time, "SECONDS",
-      "A generation of a job that reports no steps made no progress when it failed within this (default: 60).",
+      "A generation of a job that reports no steps made no progress when it failed within this; 0: only steps "
+      "count (default: 60).",
       "60", 0 },
     { "grace", NULL, NULL, 1, s_set_grace, "SECONDS",
       "Time workers get after SIGTERM before SIGKILL (default: 10).", "10", 0 },

@@ -446,6 +446,34 @@ static void test_help_and_version(void **state)
     assert_non_null(strstr(out, "plaunch " PLAUNCH_VERSION));
 }
 
+/* --spares, --max-no-progress-restarts, --no-progress-time: defaults, the three sources, refusals. */
+static void test_resilience(void **state)
+{
+    s_expect_ok(ARGV("prog"), s_noenv);
+    assert_int_equal(s_o.spares, 0);
+    assert_int_equal(s_o.max_no_progress, 3);
+    assert_true(s_o.no_progress_time == 60.0);
+    char *cfg = s_config("spares.ini", "[plaunch]\nspares = 2\nmax_no_progress_restarts = 5\n");
+    s_expect_ok(ARGV("--config", cfg, "--nnodes", "4", "--master", "h:1", "prog"),
+                ENVP("PLAUNCH_NO_PROGRESS_TIME=2.5"));
+    assert_int_equal(s_o.spares, 2);
+    assert_int_equal(s_o.max_no_progress, 5);
+    assert_true(s_o.no_progress_time == 2.5);
+    s_expect_ok(ARGV("--nnodes", "2", "--master", "h:1", "prog"), ENVP("PLAUNCH_SPARES=1"));
+    assert_int_equal(s_o.spares, 1);
+    /* a spare's own --node-rank: N..N+S-1 */
+    s_expect_ok(ARGV("--nnodes", "2", "--spares", "1", "--node-rank", "2", "--master", "h:1", "prog"), s_noenv);
+    s_expect_fail(ARGV("--nnodes", "2", "--spares", "1", "--node-rank", "3", "--master", "h:1", "prog"), s_noenv,
+                  "--node-rank 3 is outside 0..2", NULL);
+    s_expect_fail(ARGV("--spares", "1", "prog"), s_noenv, "--spares 1 needs a job of several nodes", NULL);
+    s_expect_fail(ARGV("--spares", "-1", "prog"), s_noenv, "--spares", NULL);
+    s_expect_fail(ARGV("--max-no-progress-restarts", "x", "prog"), s_noenv, "--max-no-progress-restarts", NULL);
+    s_expect_fail(ARGV("--no-progress-time", "-1", "prog"), s_noenv, "--no-progress-time", NULL);
+    s_expect_ok(ARGV("--no-progress-time", "0", "prog"), s_noenv); /* time never says "no progress": steps only */
+    s_expect_ok(ARGV("--max-no-progress-restarts", "0", "prog"), s_noenv);
+    assert_int_equal(s_o.max_no_progress, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_paddle_ips_and_rank),
         cmocka_unit_test(test_node_hosts),
         cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_resilience),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);
 }
