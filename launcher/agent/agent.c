@@ -86,6 +86,7 @@ static int s_connect(agent_t *ac)
             log_error("%s", err);
             return -1;
         } else {
+            agent_metrics_coord(ac, coord_server_goodput(ac->cs));
             coord_server_local_hello(ac->cs);
         }
     }

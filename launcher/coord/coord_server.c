@@ -68,6 +68,11 @@ error:;
     return NULL;
 }
 
+const gp_t *coord_server_goodput(const coord_server_t *cs)
+{
+    return cs ? cs->gp : NULL;
+}
+
 void coord_server_destroy(coord_server_t **pcs)
 {
     if (!pcs || !*pcs)
