@@ -1,7 +1,8 @@
 #!/bin/bash
 # What /metrics costs a restart: 4 workers, rank 1 fails in generation 0; ms from its exit to the first generation-1
 # worker running, with no --metrics-port (the floor), with it and no scraper, and with 8 clients scraping /metrics
-# as fast as they can (each a new connection per scrape), interleaved; prints the ratios to the floor.
+# as fast as they can (each a new connection per scrape: tests/bb/metrics_attack.py scrape), interleaved; prints
+# the ratios to the floor.
 # Usage: scripts/bench-metrics.sh [RUNS]   (RUNS per configuration, default 10; see docs/benchmarks.md)
 set -euo pipefail
 # shellcheck source=scripts/bench-lib.sh
@@ -33,36 +34,13 @@ read -r -t 30 <>"$idle" || true                # busy training until the launche
 exit 0
 W
     chmod +x "$BENCH_TMP/worker.sh"
-    # The scrapers: N threads, each GET /metrics on a new connection in a loop until the stop file appears.
-    cat >"$BENCH_TMP/scrape.py" <<'P'
-import os, socket, sys, threading, time
-port, n, stop, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-done, errors = [0], [0]
-def one():
-    end = time.monotonic() + 60
-    while not os.path.exists(stop) and time.monotonic() < end:
-        try:
-            c = socket.create_connection(("127.0.0.1", port), timeout=5)
-            c.sendall(b"GET /metrics HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")
-            while c.recv(65536):
-                pass
-            c.close()
-            done[0] += 1
-        except OSError:
-            errors[0] += 1
-            time.sleep(0.01)
-ts = [threading.Thread(target=one) for _ in range(n)]
-for t in ts: t.start()
-for t in ts: t.join()
-open(out, "w").write(f"{done[0]} {errors[0]}\n")
-P
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # measure CONFIG RUN: one job; appends failure -> first generation-1 start (ms) to CONFIG's data file.
 measure() {
-    local cfg=$1 dir=$BENCH_TMP/$1.$2 rc=0 first n port spid="" i
+    local cfg=$1 dir=$BENCH_TMP/$1.$2 rc=0 port spid="" i
     mkdir -p "$dir"
     CMD=("$PLAUNCH" --nproc-per-node "$NPROC" --max-restarts 1 --tee none --quiet --log-dir "$dir/logs")
     if [ "$cfg" != off ]; then
@@ -77,7 +55,7 @@ measure() {
         for i in $(seq 1 200); do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" && break; sleep 0.02; done
     fi
     if [ "$cfg" = scraped ]; then
-        python3 "$BENCH_TMP/scrape.py" "$port" "$SCRAPERS" "$dir/stop" "$dir/scrapes" &
+        python3 "$REPO/tests/bb/metrics_attack.py" scrape 127.0.0.1 "$port" "$SCRAPERS" 60 "$dir/stop" >"$dir/scrapes" &
         spid=$!
         sleep 0.5 # the scrapers are at full speed when the worker fails
     fi
@@ -87,18 +65,11 @@ measure() {
     if [ -n "$spid" ]; then # the scrapers end before the leftover check, which would count them
         touch "$dir/stop"
         wait "$spid" || true
-        cat "$dir/scrapes" >>"$BENCH_TMP/scrapes" 2>/dev/null || echo "0 0" >>"$BENCH_TMP/scrapes"
+        awk '{ print $2, $4 }' "$dir/scrapes" >>"$BENCH_TMP/scrapes" 2>/dev/null || echo "0 0" >>"$BENCH_TMP/scrapes"
     fi
     bench_reap "$BENCH_PGID"
     BENCH_PGID=""
-    [ "$rc" = 0 ] || bench_fail_run "$cfg" "$dir/out.log" "$rc"
-    n=$(find "$dir" -maxdepth 1 -name 'start.*' | wc -l)
-    if [ ! -s "$dir/fail" ] || [ "$n" != "$NPROC" ]; then
-        echo "bench: $cfg run $2: expected a fail stamp and $NPROC generation-1 stamps, found $n" >&2
-        bench_fail_run "$cfg" "$dir/out.log" "$rc"
-    fi
-    first=$(cat "$dir"/start.* | sort -g | head -n 1)
-    bench_ms_between "$(cat "$dir/fail")" "$first" >>"$BENCH_TMP/$cfg.restart"
+    bench_restart_ms "$cfg" "$dir" "$2" "$NPROC" "$rc"
     rm -rf "$dir"
 }
 

@@ -19,7 +19,7 @@ if ! ldconfig -p | grep -q libmicrohttpd.so.12; then
     [ "$(id -u)" = 0 ] && apt-get install -y libmicrohttpd12 >/dev/null 2>&1
     ldconfig -p | grep -q libmicrohttpd.so.12 || { echo "1..0 # SKIP libmicrohttpd.so.12 cannot be installed"; exit 0; }
 fi
-plan 18
+plan 23
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CPORT=$(free_port); M1=$(free_port); M2=$(free_port); PPORT=$(free_port)
@@ -42,6 +42,29 @@ done
 exit 1
 W
 chmod +x w.sh
+
+# ---- the options, and what happens when /metrics cannot be served: a warning, the job runs ----
+printf 'metrics-port = 9999\nmetrics-addr = ::1\n' >m.ini
+cfg=$("$PLAUNCH" --config m.ini --print-config true; PLAUNCH_METRICS_PORT=123 "$PLAUNCH" --print-config true)
+like "$(echo "$cfg" | grep -- --metrics | sed 's/^ *//' | tr -s ' ' | tr '\n' '|')" \
+    '^--metrics-port 9999 m.ini:1: metrics-port\|--metrics-addr ::1 m.ini:2: metrics-addr\|--metrics-port 123 environment PLAUNCH_METRICS_PORT\|--metrics-addr 127.0.0.1 default\|$' \
+    "--metrics-port and --metrics-addr come from the INI file and PLAUNCH_METRICS_* too"
+run_plaunch --metrics-addr localhost true
+like "$rc:$(echo $err)" "^2:.*--metrics-addr 'localhost': expected an IPv4 or IPv6 address" "a bad address is refused (exit 2)"
+python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+time.sleep(30)' "$M2" &
+echo $! >pid.taken
+until_ok 10 sh -c "ss -Hltn '( sport = :$M2 )' | grep -q LISTEN"
+run_plaunch --metrics-port "$M2" true
+kill_reap "$(cat pid.taken)"; rm -f pid.taken
+like "$rc:$(echo $err)" "^0:.*warning: metrics: cannot listen on 127.0.0.1 port $M2 \(Address already in use\).*the job runs without /metrics" \
+    "a port in use: one warning, the job runs"
+lib=$(ldconfig -p | awk '/libmicrohttpd.so.12 .*x86-64/ {print $NF; exit}')
+# libmicrohttpd absent: hidden in a mount namespace of this command alone
+out=$(unshare -m sh -c "mount --bind /dev/null '$lib' && exec '$PLAUNCH' --metrics-port $M2 --log-dir nolib true" 2>&1)
+like "$?:$(echo $out)" "^0:.*warning: metrics: cannot load libmicrohttpd.so.12 .*install libmicrohttpd12" \
+    "libmicrohttpd absent: the warning names the package, the job runs"
+
 node() { # node I METRICS_PORT
     timeout -k 5 300 "$PLAUNCH" --nnodes 2 --master "127.0.0.1:$CPORT" --nproc-per-node 1 --job-id metrics-t \
         --max-restarts 3 --heartbeat 0.2 --heartbeat-timeout 2 --monitor 0.5 --log-dir "$T/log$1" \
@@ -51,6 +74,7 @@ node() { # node I METRICS_PORT
 node 1 "$M1"
 until_ok 20 curl -sf -o /dev/null "http://127.0.0.1:$M1/metrics"
 node 2 "$M2"
+is "$(ss -Hltn "( sport = :$M1 )" | awk '{print $4}')" "127.0.0.1:$M1" "by default /metrics listens on loopback only"
 has_step() { curl -sf "http://127.0.0.1:$1/metrics" | grep -q "^plaunch_rank_step{.*rank=\"$2\""; }
 until_ok 60 has_step "$M1" 0 && until_ok 30 has_step "$M2" 1
 ok $? "both nodes serve /metrics with their rank's reported step"
