@@ -19,7 +19,7 @@ if ! ldconfig -p | grep -q libmicrohttpd.so.12; then
     [ "$(id -u)" = 0 ] && apt-get install -y libmicrohttpd12 >/dev/null 2>&1
     ldconfig -p | grep -q libmicrohttpd.so.12 || { echo "1..0 # SKIP libmicrohttpd.so.12 cannot be installed"; exit 0; }
 fi
-plan 23
+plan 25
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CPORT=$(free_port); M1=$(free_port); M2=$(free_port); PPORT=$(free_port)
@@ -64,6 +64,27 @@ lib=$(ldconfig -p | awk '/libmicrohttpd.so.12 .*x86-64/ {print $NF; exit}')
 out=$(unshare -m sh -c "mount --bind /dev/null '$lib' && exec '$PLAUNCH' --metrics-port $M2 --log-dir nolib true" 2>&1)
 like "$?:$(echo $out)" "^0:.*warning: metrics: cannot load libmicrohttpd.so.12 .*install libmicrohttpd12" \
     "libmicrohttpd absent: the warning names the package, the job runs"
+
+# ---- the monitor's GPU gauges, from the stand-in NVML of the monitor's tests (tests/bb/fake_nvml.c) ----
+FAKE=$T/libfake_nvml.so
+cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
+{
+    echo "gpu 0 util=75 mem_used=30000 mem_total=81559 proc=local0:20000"
+    echo "gpu 1 util=5 mem_used=1000 mem_total=81559 proc=local1:512"
+} >gpus.txt
+env CUDA_VISIBLE_DEVICES=0,1 PLAUNCH_NVML_LIBRARY=$FAKE FAKE_NVML_SCRIPT=$T/gpus.txt timeout -k 5 60 "$PLAUNCH" \
+    --gpus all --monitor 0.2 --job-id gpu-t --log-dir gpulog --metrics-port "$M1" \
+    sh -c "for i in \$(seq 1 300); do [ -e '$T/gpu.done' ] && exit 0; sleep 0.1; done" >gpu.out 2>&1 &
+echo $! >pid.gpu
+gpu_gauges() { curl -sf "http://127.0.0.1:$M1/metrics" >gpu.txt && grep -q '^plaunch_rank_gpu_memory_bytes{.*gpu="1"' gpu.txt; }
+until_ok 30 gpu_gauges
+touch gpu.done
+wait "$(cat pid.gpu)"; rm -f pid.gpu # its port is free again for node 1
+g=$(grep -E '^plaunch_rank_gpu_(utilization_ratio|memory_bytes|device_memory_total_bytes)\{' gpu.txt | sed 's/job_id="gpu-t",node="[^"]*",//' | sort | tr '\n' '|')
+is "$g" 'plaunch_rank_gpu_device_memory_total_bytes{rank="0",local_rank="0",gpu="0"} 85520809984|plaunch_rank_gpu_device_memory_total_bytes{rank="1",local_rank="1",gpu="1"} 85520809984|plaunch_rank_gpu_memory_bytes{rank="0",local_rank="0",gpu="0"} 20971520000|plaunch_rank_gpu_memory_bytes{rank="1",local_rank="1",gpu="1"} 536870912|plaunch_rank_gpu_utilization_ratio{rank="0",local_rank="0",gpu="0"} 0.75|plaunch_rank_gpu_utilization_ratio{rank="1",local_rank="1",gpu="1"} 0.05|' \
+    "the monitor's GPU gauges per rank, with the gpu label (stand-in NVML)"
+pout=$(promtool check metrics <gpu.txt 2>&1); prc=$?
+is "$prc:$pout" "0:" "promtool check metrics passes on a GPU job's exposition"
 
 node() { # node I METRICS_PORT
     timeout -k 5 300 "$PLAUNCH" --nnodes 2 --master "127.0.0.1:$CPORT" --nproc-per-node 1 --job-id metrics-t \
