@@ -19,7 +19,7 @@ if ! ldconfig -p | grep -q libmicrohttpd.so.12; then
     [ "$(id -u)" = 0 ] && apt-get install -y libmicrohttpd12 >/dev/null 2>&1
     ldconfig -p | grep -q libmicrohttpd.so.12 || { echo "1..0 # SKIP libmicrohttpd.so.12 cannot be installed"; exit 0; }
 fi
-plan 25
+plan 26
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CPORT=$(free_port); M1=$(free_port); M2=$(free_port); PPORT=$(free_port)
@@ -167,7 +167,11 @@ for f in idle slow long; do until_ok 30 sh -c "! kill -0 \$(cat pid.$f) 2>/dev/n
 like "$(cat long.out)" "answer 'HTTP/1.1 414" "the 10 MB request line is refused early (414): $(cat long.out)"
 growth=$(( $(rss) - rss0 ))
 echo "# RSS of the attacked plaunch: ${rss0} KiB before, ${rss1} KiB during, $(rss) KiB after"
-ok $(( rss1 - rss0 < 8192 && growth < 8192 ? 0 : 1 )) "plaunch's RSS stays bounded (+$((rss1 - rss0)) KiB during, +$growth KiB after)"
+if nm -D "$PLAUNCH" 2>/dev/null | grep -q __asan_init; then # its quarantine keeps what was freed
+    _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - plaunch's RSS # SKIP AddressSanitizer build (+$growth KiB)"
+else
+    ok $(( rss1 - rss0 < 8192 && growth < 8192 ? 0 : 1 )) "plaunch's RSS stays bounded (+$((rss1 - rss0)) KiB during, +$growth KiB after)"
+fi
 until_ok 30 curl -sf -o /dev/null "http://127.0.0.1:$M1/metrics"
 ok $? "/metrics answers again once the hostile clients are gone"
 
@@ -181,4 +185,5 @@ is "$rc1:$rc2" "0:0" "the job succeeds on both nodes"
 is "$(cat log1/*.log log2/*.log err1 err2 2>/dev/null | grep -c -- '--heartbeat-timeout')" 0 \
     "no heartbeat was late during the attack (no node or coordinator lost)"
 is "$(ls start.*.0 | wc -l)" 3 "exactly the two injected restarts happened (three generations)"
+is "$(grep -aE 'Sanitizer|runtime error:' err1 err2 gpu.out | head -3)" "" "no sanitizer report"
 done_testing

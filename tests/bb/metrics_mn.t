@@ -14,7 +14,7 @@ for p in promtool prometheus; do
 done
 ldconfig -p | grep -q libmicrohttpd.so.12 || apt-get install -y libmicrohttpd12 >/dev/null 2>&1
 ldconfig -p | grep -q libmicrohttpd.so.12 || { echo "1..0 # SKIP libmicrohttpd.so.12 cannot be installed"; exit 0; }
-plan 7
+plan 8
 
 NS="pq$$"; NS=${NS:0:8}; NET=70; PORT=29470; MPORT=9470; PPORT=9090
 netns_down "$NS" 3 >/dev/null 2>&1
@@ -76,4 +76,5 @@ ok $? "... and both nodes' plaunch_generation is 1"
 touch go
 mn_wait 1 60; rc1=$wrc; mn_wait 2 60; rc2=$wrc
 is "$rc1:$rc2" "0:0" "the job succeeds on both nodes"
+is "$(grep -aE 'Sanitizer|runtime error:' err1 err2 | head -3)" "" "no sanitizer report"
 done_testing
