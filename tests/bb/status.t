@@ -34,7 +34,7 @@ chmod +x w.sh
 # 1. a running job, then the same log directory once it is done
 RUN_S=5 "$PLAUNCH" --nproc-per-node 2 --hang-timeout 2 --log-dir log ./w.sh >out.1 2>err.1 &
 job=$!
-until_ok 20 grep -q '"step":[0-9]' log/status.json 2>/dev/null
+until_ok 20 grep -q '"step_rate":[0-9]' log/status.json 2>/dev/null
 s=$("$PLAUNCH" status log); src=$?
 is "$src" 0 "plaunch status LOG_DIR on a running job exits 0"
 like "$s" "^job job-[0-9a-f]+ +running +generation 0 +world 2" "it says the job runs, its generation and world"
@@ -55,7 +55,9 @@ pane_has 20 "^plaunch: generation 0 \| 2 ranks on 1 node \| running"
 ok $? "under a terminal the last line is the status line (generation, ranks, state)"
 pane_has 20 "JOB-EXITED 0"
 ok $? "the job ends"
-ok $(tm capture-pane -p -t st | grep -q "| goodput"; echo $?) "and its status line is gone"
+pane=$(tm capture-pane -p -t st)
+ok $(printf '%s\n' "$pane" | grep -q "| goodput"; [ $? != 0 ]; echo $?) "and its status line is gone"
+printf '%s\n' "$pane" | grep "| goodput" | sed 's/^/# left: /'
 tm kill-session -t st
 RUN_S=2 run_plaunch --nproc-per-node 2 --hang-timeout 2 --log-dir log3 --tee 3 ./w.sh
 ok $(printf '%s' "$err$out" | grep -q -e "| goodput" -e $'\033\[K'; [ $? != 0 ]; echo $?) \
