@@ -46,7 +46,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
             continue;
         }
         started = w->start_ns > started ? w->start_ns : started;
-        if (w->first_out_ns && (!first || w->first_out_ns < first))
+        if (w->first_out_ns >= w->start_ns && (!first || w->first_out_ns < first))
             first = w->first_out_ns;
     }
     uint64_t step = agent_hang_first_step_ns(n->hang); /* a rank that reports steps but writes nothing */
