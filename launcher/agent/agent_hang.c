@@ -105,6 +105,11 @@ uint64_t agent_hang_first_step_ns(const agent_hang_t *h)
     return h ? h->first_step_ns : 0;
 }
 
+long long agent_hang_step(const agent_hang_t *h, int local_rank)
+{
+    return h && local_rank >= 0 && local_rank < h->nw ? h->w[local_rank].step : -1;
+}
+
 agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
                              size_t errlen)
 {

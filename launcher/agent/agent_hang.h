@@ -19,6 +19,8 @@ agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn s
 void agent_hang_generation(agent_hang_t *h);
 /* When this generation's first step report was read (at the watch's pace); 0 none yet, or no watch. */
 uint64_t agent_hang_first_step_ns(const agent_hang_t *h);
+/* A local rank's latest step as last read (-1 none, or no watch). */
+long long agent_hang_step(const agent_hang_t *h, int local_rank);
 void agent_hang_destroy(agent_hang_t **h);
 
 #endif

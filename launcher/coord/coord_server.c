@@ -95,6 +95,11 @@ int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, si
     return coord_mail_post_local(cs, m, err, errlen);
 }
 
+const gp_t *coord_server_goodput(const coord_server_t *cs)
+{
+    return cs ? cs->gp : NULL;
+}
+
 void coord_server_stop_signal(coord_server_t *cs, int sig)
 {
     char text[sizeof cs->job->hostname + 64];

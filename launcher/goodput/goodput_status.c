@@ -64,11 +64,15 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
     } else {
         json_object_set_new(o, "incident", json_null());
     }
-    int listed = 0;
-    for (int i = 0; i < g->nnodes && listed < max_nodes; i++) {
+    int listed = 0, more = 0;
+    for (int i = 0; i < g->nnodes; i++) {
         const struct gp_node *n = &g->nodes[i].n;
         if (n->nranks <= 0 && n->seen_t < 0)
+            continue; /* a node rank nobody held (an agent's own view knows only its node) */
+        if (listed >= max_nodes) {
+            more++;
             continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "node", json_integer(n->node_rank));
         json_object_set_new(x, "host", json_string(n->host));
@@ -83,11 +87,17 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
         listed++;
     }
     json_object_set_new(o, "nodes", nodes);
-    json_object_set_new(o, "nodes_more", json_integer(g->nnodes - listed > 0 ? g->nnodes - listed : 0));
-    int n = g->nranks < g->world ? g->nranks : g->world;
-    int rl = n < max_ranks ? n : max_ranks;
-    for (int i = 0; i < rl; i++) {
+    json_object_set_new(o, "nodes_more", json_integer(more));
+    int n = g->nranks < g->world ? g->nranks : g->world, rl = 0;
+    more = 0;
+    for (int i = 0; i < n; i++) {
         const struct gp_rank *r = &g->ranks[i].r;
+        if (r->node < 0)
+            continue; /* a rank of another node, in a node's own view */
+        if (rl >= max_ranks) {
+            more++;
+            continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "rank", json_integer(r->rank));
         json_object_set_new(x, "node", json_integer(r->node));
@@ -98,9 +108,10 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
         json_object_set_new(x, "gpu_mem_mib", s_num(r->gpu_mem_mib, 10));
         json_object_set_new(x, "gpu_mem_total_mib", s_num(r->gpu_mem_total_mib, 10));
         json_array_append_new(ranks, x);
+        rl++;
     }
     json_object_set_new(o, "ranks", ranks);
-    json_object_set_new(o, "ranks_more", json_integer(g->world - rl > 0 ? g->world - rl : 0));
+    json_object_set_new(o, "ranks_more", json_integer(more));
     char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;
@@ -120,6 +131,11 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns)
 
 int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, size_t errlen)
 {
+    return gp_status_write_as(g, log_dir, "status.json", now_ns, err, errlen);
+}
+
+int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t now_ns, char *err, size_t errlen)
+{
     if (g->status_any && now_ns - g->status_ns < 1000000000ull && g->end_t < 0)
         return 1;
     g->status_any = 1;
@@ -131,7 +147,7 @@ int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, si
     }
     char path[PATH_MAX + 32];
     struct ownfile_new nf;
-    snprintf(path, sizeof path, "%s/status.json", log_dir);
+    snprintf(path, sizeof path, "%s/%s", log_dir, name);
     if (ownfile_new_open(&nf, path, 0644, 0, err, errlen) < 0) {
         free(text);
         return -1;

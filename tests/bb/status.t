@@ -5,7 +5,7 @@
 # console's status line appears under a terminal (tmux) and never in a pipe.
 . "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || { echo "1..0 # SKIP tmux is needed (scripts/deps.sh installs it)"; exit 0; }
-plan 20
+plan 21
 
 export OUTDIR=$T
 TMUX_SOCK="pst$$"
@@ -81,7 +81,8 @@ ok $(tm capture-pane -p -t st | grep -q "q quits"; [ $? != 0 ]; echo $?) "the te
 tm kill-session -t st
 wait "$job"
 
-# 4. --master: the coordinator of a 2-node job asked from the other node, with the job's token
+# 4. --master: the coordinator of a 2-node job asked from the other node, with the job's token; the other node's
+# own view in its log directory
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then
@@ -103,5 +104,11 @@ like "$s" "generation 0 +world 2" "the coordinator answers with the job's genera
 like "$(printf '%s\n' "$s" | grep -E '^[01] ' | wc -l)" "^2$" "both nodes are listed"
 s=$(PLAUNCH_TOKEN=00112233445566778899aabbccddeeff ip netns exec "${NS}2" "$PLAUNCH" status --master "$MASTER" --timeout 5 2>&1); src=$?
 like "$src $s" "^1 plaunch status: TLS with the coordinator failed" "a wrong token is refused (exit 1, says TLS failed)"
+s=$("$PLAUNCH" status log2 2>&1)
+like "$s" "running .*world 2.*
+.*
+.*
+1 .* running .*
+  rank 1 " "on node 2, plaunch status LOG_DIR shows that node's own view (status.NODE.json)"
 mn_wait 1 30; mn_wait 2 30
 done_testing
