@@ -42,6 +42,11 @@ struct stream {
 };
 
 static struct stream s_streams[3]; /* [1] stdout, [2] stderr */
+/* The status line at the bottom of an interactive stderr (console_status): shown after the last whole line,
+ * erased before the next one goes out and drawn again after it. */
+static char s_status[CONSOLE_STATUS_MAX + 8];
+static size_t s_status_len;
+static int s_status_shown;
 static char s_hints[3][512];
 static loop_t *s_loop;
 
@@ -172,6 +177,8 @@ static int s_notice(const struct stream *s, uint64_t lines, char *buf, size_t ca
 }
 
 static int s_on_writable(loop_t *loop, int fd, void *sock, short revents, void *arg);
+static void s_put_lines(struct stream *s, const char *data, size_t len);
+static void s_status_draw(struct stream *s, int erase);
 
 static void s_watch(struct stream *s, int on)
 {
@@ -212,7 +219,48 @@ static void s_flush(struct stream *s)
 static int s_on_writable(loop_t *loop, int fd, void *sock, short revents, void *arg)
 {
     s_flush(arg);
+    if (s_status_len && arg == s_stream(2))
+        s_status_draw(arg, 0); /* the queue drained: the status line comes back */
     return 0;
+}
+
+int console_status_able(void)
+{
+    const char *term = getenv("TERM");
+    return isatty(STDERR_FILENO) && term && *term && strcmp(term, "dumb") != 0;
+}
+
+void console_status(const char *line)
+{
+    struct stream *s = s_stream(2);
+    if (!s || s->how == HOW_DIRECT)
+        return;
+    if (s_status_shown)
+        s_status_draw(s, 1);
+    s_status_len = 0;
+    if (!line || !*line)
+        return;
+    int n = snprintf(s_status, sizeof s_status, "\r\033[K%.*s", CONSOLE_STATUS_MAX, line);
+    s_status_len = n > 0 && (size_t)n < sizeof s_status ? (size_t)n : 0;
+    s_status_draw(s, 0);
+}
+
+/* The status line's stream: erase it (1) or draw it again (0), only while nothing is queued there (a line that
+ * waits is never cut by it), and without the stream's own idea of a line begun. */
+static void s_status_draw(struct stream *s, int erase)
+{
+    if (!s_status_len || s->broken || s->len > 0 || s->dropping || s->wfd < 0 || erase != s_status_shown)
+        return;
+    int mid = s->mid_line;
+    if (erase) { /* whole, before anything else: what the reader does not take now is queued first */
+        ssize_t n = s_write(s, "\r\033[K", 4);
+        if (n >= 0 && n < 4 && s_append(s, "\r\033[K" + n, (size_t)(4 - n)) == 0)
+            s_watch(s, 1);
+    } else {
+        s_write(s, s_status, s_status_len); /* a part that does not go out is cleared by the next erase */
+    }
+    s->mid_line = mid;
+    s_status_shown = !erase;
 }
 
 void console_put(int fd, const char *data, size_t len)
@@ -220,6 +268,16 @@ void console_put(int fd, const char *data, size_t len)
     struct stream *s = s_stream(fd);
     if (!s || len == 0 || s->wfd < 0)
         return;
+    struct stream *st = s_status_len ? s_stream(2) : NULL;
+    if (st == s && s_status_shown)
+        s_status_draw(s, 1);
+    s_put_lines(s, data, len);
+    if (st == s)
+        s_status_draw(s, 0);
+}
+
+static void s_put_lines(struct stream *s, const char *data, size_t len)
+{
     if (s->broken) {
         s->dropped += s_lines(data, len);
         s->gap += s_lines(data, len);
@@ -299,6 +357,7 @@ uint64_t console_finish(int idle_ms, char *summary, size_t cap)
     size_t o = 0;
     char note[1400];
     summary[0] = '\0';
+    console_status(NULL); /* the screen is left with the lines, not the status */
     console_detach();
     for (int fd = 1; fd <= 2; fd++) {
         struct stream *s = &s_streams[fd];

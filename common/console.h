@@ -15,6 +15,13 @@
  * A terminal or pipe is written through a non-blocking descriptor of its own (the descriptor plaunch was given, and
  * shares with the shell, keeps its flags); a regular file is written directly. */
 void console_put(int fd, const char *data, size_t len);
+/* The status line (issue 29): one line kept at the bottom of an interactive stderr while lines scroll above it. */
+#define CONSOLE_STATUS_MAX 480
+/* 1 when stderr is a terminal that takes it (isatty, TERM set and not "dumb"): never on a pipe or a file. */
+int console_status_able(void);
+/* Shows line (plain text the caller made safe for a terminal and fit to its width, no newline) as the status line,
+ * replacing the last; NULL or "" removes it. Call only when console_status_able() said so. */
+void console_status(const char *line);
 /* Where the user finds what was dropped from fd, for the drop notice ("every line is in DIR/workerlog.N"). */
 void console_set_hint(int fd, const char *hint);
 /* Queued output is finished from this loop when the reader comes back; detach before the loop goes away. */

@@ -145,7 +145,7 @@ static void s_drop_body(wire_msg_t *msg)
     msg->body_case = PLAUNCH__ENVELOPE__BODY__NOT_SET;
 }
 
-wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err, size_t errlen)
+wire_msg_t *wire_decode(const void *buf, size_t len, uint64_t allowed, char *err, size_t errlen)
 {
     struct budget budget = { 0, 0 };
     ProtobufCAllocator alloc = { s_alloc, s_free, &budget };

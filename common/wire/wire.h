@@ -30,6 +30,7 @@
 #define WIRE_MAX_LOG_LINES   64
 #define WIRE_MAX_KIND        64
 #define WIRE_MAX_REPORT      (256u << 10)
+#define WIRE_MAX_STATUS      (256u << 10) /* a STATUS_ANSWER's document (GP_STATUS_MAX) */
 #define WIRE_MAX_RESTARTS    100000
 #define WIRE_MAX_GRACE_S     3600
 #define WIRE_MAX_MS          86400000u   /* heartbeat interval/timeout, barrier timeout */
@@ -68,15 +69,18 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
 #define WIRE_RELAY_READY PLAUNCH__ENVELOPE__BODY_RELAY_READY
 #define WIRE_REDIRECT PLAUNCH__ENVELOPE__BODY_REDIRECT
 #define WIRE_RELAYED PLAUNCH__ENVELOPE__BODY_RELAYED
+#define WIRE_STATUS_REQUEST PLAUNCH__ENVELOPE__BODY_STATUS_REQUEST
+#define WIRE_STATUS_ANSWER PLAUNCH__ENVELOPE__BODY_STATUS_ANSWER
 
 /* Which bodies a receiver accepts (the `allowed` argument of wire_decode). */
-#define WIRE_BIT(type) (1u << (type))
+#define WIRE_BIT(type) (1ull << (type)) /* oneof numbers up to 63 */
 #define WIRE_ANY                                                                                                  \
     (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) |                 \
      WIRE_BIT(WIRE_HEARTBEAT) | WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_STOP) | WIRE_BIT(WIRE_NCCL_ID_PUT) |    \
      WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_NCCL_ID) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_BARRIER_DONE) |  \
      WIRE_BIT(WIRE_REPORT) | WIRE_BIT(WIRE_BYE) | WIRE_BIT(WIRE_RELAY_START) | WIRE_BIT(WIRE_RELAY_READY) |       \
-     WIRE_BIT(WIRE_REDIRECT) | WIRE_BIT(WIRE_RELAYED))
+     WIRE_BIT(WIRE_REDIRECT) | WIRE_BIT(WIRE_RELAYED) | WIRE_BIT(WIRE_STATUS_REQUEST) |                           \
+     WIRE_BIT(WIRE_STATUS_ANSWER))
 /* worker -> agent over ipc:// */
 #define WIRE_TO_AGENT_IPC                                                                                         \
     (WIRE_BIT(WIRE_NCCL_ID_PUT) | WIRE_BIT(WIRE_NCCL_ID_GET) | WIRE_BIT(WIRE_BARRIER) | WIRE_BIT(WIRE_REPORT))
@@ -85,7 +89,9 @@ typedef Plaunch__Envelope__BodyCase wire_type_t;
     (WIRE_TO_AGENT_IPC | WIRE_BIT(WIRE_JOIN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |                  \
      WIRE_BIT(WIRE_WORKER_EXIT) | WIRE_BIT(WIRE_BYE))
 /* agent -> coordinator */
-#define WIRE_TO_COORD (WIRE_TO_RELAY | WIRE_BIT(WIRE_RELAY_READY) | WIRE_BIT(WIRE_RELAYED))
+#define WIRE_TO_COORD (WIRE_TO_RELAY | WIRE_BIT(WIRE_RELAY_READY) | WIRE_BIT(WIRE_RELAYED) | WIRE_BIT(WIRE_STATUS_REQUEST))
+/* coordinator -> `plaunch status --master` (on its TLS session) */
+#define WIRE_TO_STATUS (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_STATUS_ANSWER) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_BYE))
 /* coordinator -> agent */
 #define WIRE_TO_AGENT                                                                                             \
     (WIRE_BIT(WIRE_HELLO) | WIRE_BIT(WIRE_ASSIGN) | WIRE_BIT(WIRE_REFUSE) | WIRE_BIT(WIRE_HEARTBEAT) |            \
@@ -120,7 +126,7 @@ void *wire_encode_alloc(const wire_msg_t *msg, size_t *len, char *err, size_t er
  * one of `allowed` (WIRE_TO_*), and the cross-field rules (ASSIGN's counts and sums). A message of another
  * protocol version is returned with its envelope checked and its body dropped when that does not pass: call
  * wire_check_peer() before looking at the body. */
-wire_msg_t *wire_decode(const void *buf, size_t len, uint32_t allowed, char *err, size_t errlen);
+wire_msg_t *wire_decode(const void *buf, size_t len, uint64_t allowed, char *err, size_t errlen);
 /* Frees a message from wire_decode and sets *msg to NULL; safe on NULL and twice. */
 void wire_free(wire_msg_t **msg);
 

@@ -41,6 +41,8 @@ struct rule {
 #define RREADY &plaunch__relay_ready__descriptor
 #define REDIR &plaunch__redirect__descriptor
 #define RITEM &plaunch__relay_item__descriptor
+#define STREQ &plaunch__status_request__descriptor
+#define STANS &plaunch__status_answer__descriptor
 
 /* Every non-message field of wire.proto has a row; a field without one fails every check (and the unit tests). */
 static const struct rule s_rules[] = {
@@ -124,6 +126,8 @@ static const struct rule s_rules[] = {
     { RITEM, "peer_addr", 0, WIRE_MAX_ADDR, 0, CS_TOKEN },
     { RITEM, "peer_name", 0, WIRE_MAX_HOST, 0, CS_ANY },
     { RITEM, "text", 0, WIRE_MAX_TEXT, 0, CS_ANY },
+    { STREQ, "max_bytes", 1, WIRE_MAX_STATUS, 0, CS_ANY },
+    { STANS, "json", 1, WIRE_MAX_STATUS, 0, CS_ANY },
 };
 
 /* Where a value sits, named only when a check fails: "join.worker_ports[3]". idx < 0 for a singular field. */
@@ -420,7 +424,7 @@ int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen)
     return s_check_fields(&msg->base, "", err, errlen);
 }
 
-int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t errlen)
+int wire_check_body(const wire_msg_t *msg, uint64_t allowed, char *err, size_t errlen)
 {
     unsigned type = (unsigned)msg->body_case;
     const ProtobufCFieldDescriptor *f;
@@ -428,7 +432,7 @@ int wire_check_body(const wire_msg_t *msg, uint32_t allowed, char *err, size_t e
     if (type == WIRE_NONE)
         return wire_fail(err, errlen, "message has no body (empty, or of a newer protocol)");
     f = protobuf_c_message_descriptor_get_field(&plaunch__envelope__descriptor, type);
-    if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE || type >= 32)
+    if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE || type >= 64)
         return wire_fail(err, errlen, "body type %u is unknown", type);
     if (!(allowed & WIRE_BIT(type)))
         return wire_fail(err, errlen, "%s: not accepted by this receiver (sent to the wrong side?)",

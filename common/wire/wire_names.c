@@ -24,6 +24,8 @@ static const char *const s_type_names[] = {
     [WIRE_RELAY_READY] = "RELAY_READY",
     [WIRE_REDIRECT] = "REDIRECT",
     [WIRE_RELAYED] = "RELAYED",
+    [WIRE_STATUS_REQUEST] = "STATUS_REQUEST",
+    [WIRE_STATUS_ANSWER] = "STATUS_ANSWER",
 };
 
 int wire_fail(char *err, size_t errlen, const char *fmt, ...)

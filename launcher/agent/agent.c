@@ -287,8 +287,8 @@ int agent_start(agent_t *ac, sup_t *s, loop_t *loop)
         log_error("%s", err);
         return -1;
     }
-    ac->node = agent_node_new(ac->job, ac->mon, loop, s_hang_send, ac); /* NULL: no live view, the job goes on */
     ac->hang = agent_hang_new(ac->job, loop, s_hang_send, ac, err, sizeof err);
+    ac->node = agent_node_new(ac->job, ac->mon, ac->hang, loop, s_hang_send, ac); /* NULL: no live view */
     if (ac->hang)
         ac->stacks = agent_stacks_new(ac->job, loop, s_hang_send, s_stacks_hold, ac, err, sizeof err);
     if ((!ac->hang || !ac->stacks) && ac->job->opt.hang_timeout > 0) {

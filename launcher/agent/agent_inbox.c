@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "console.h"
 #include "jobsetup.h"
 #include "log.h"
 #include "net.h"
@@ -94,9 +96,13 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
         log_error("%s", err);
         return -1;
     }
-    if (first_assign && job->multi && job->opt.node_rank < 0 && !job->opt.quiet)
-        fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->node_rank, job->nnodes,
-                job->rank_base, job->rank_base + job->nworkers - 1, job->world_size);
+    if (first_assign && job->multi && job->opt.node_rank < 0 && !job->opt.quiet) {
+        char line[160]; /* through the console: it keeps the status line below the lines */
+        int n = snprintf(line, sizeof line, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n",
+                         job->node_rank, job->nnodes, job->rank_base, job->rank_base + job->nworkers - 1,
+                         job->world_size);
+        console_put(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
     if (job->multi)
         log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->node_rank,
                  job->nnodes, job->rank_base, job->rank_base + job->nworkers - 1, job->world_size, job->generation,

@@ -13,6 +13,7 @@
 #include "cmd_certs.h"
 #include "cmd_probe.h"
 #include "cmd_report.h"
+#include "cmd_status.h"
 #include "cmd_token.h"
 #include "creds.h"
 #include "hang_stacks.h"
@@ -224,5 +225,7 @@ int main(int argc, char **argv)
         return cmd_probe(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "report") == 0)
         return cmd_report(argc - 1, argv + 1);
+    if (argc > 1 && (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "top") == 0))
+        return cmd_status(argc - 1, argv + 1);
     return s_run(argc, argv);
 }

@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "console.h"
 #include "log.h"
 #include "loop.h"
 #include "mon_json.h"
@@ -137,6 +140,14 @@ static int s_gp_tick(loop_t *loop, int id, void *arg)
         log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
     if (gp_status_write(cs->gp, cs->job->log_dir, loop_now_ns(), err, sizeof err) < 0 && !cs->gp_status_warned++)
         log_warn("status.json: %s (plaunch status --master still answers)", err);
+    if (cs->status_line) {
+        char line[CONSOLE_STATUS_MAX + 1];
+        struct winsize ws;
+        int cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
+        gp_status_line(cs->gp, loop_now_ns(), cols < CONSOLE_STATUS_MAX ? cols : CONSOLE_STATUS_MAX, line,
+                       sizeof line);
+        console_status(line);
+    }
     return 0;
 }
 
@@ -151,6 +162,8 @@ int coord_goodput_start(coord_server_t *cs)
     if (gp_ledger_open(cs->gp, cs->job->log_dir, err, sizeof err) < 0)
         log_warn("goodput ledger: %s (the Goodput block at the end still comes)", err);
     cs->gp_timer = loop_timer_after_ms(cs->loop, CG_STATUS_MS, s_gp_tick, cs);
+    /* the status line: only on an interactive terminal, never on a pipe or a file */
+    cs->status_line = !cs->job->opt.quiet && console_status_able();
     return 0;
 }
 
@@ -159,6 +172,9 @@ void coord_goodput_free(coord_server_t *cs)
     if (cs->gp_timer > 0)
         loop_timer_cancel(cs->loop, cs->gp_timer);
     cs->gp_timer = 0;
+    if (cs->status_line)
+        console_status(NULL);
+    cs->status_line = 0;
     gp_free(&cs->gp);
 }
 
@@ -220,6 +236,9 @@ void coord_goodput_finish(coord_server_t *cs, int status)
     static char text[16 << 10];
     char err[512];
     uint64_t now = loop_now_ns();
+    if (cs->status_line)
+        console_status(NULL);
+    cs->status_line = 0;
     gp_mark(cs->gp, GP_TEARDOWN, now); /* a final incident: every node's workers stopped */
     gp_finish(cs->gp, now, status);
     if (gp_ledger_flush(cs->gp, err, sizeof err) < 0)

@@ -54,6 +54,7 @@ struct coord_server {
     struct coord_health health; /* coord_hang.h */
     gp_t *gp;                   /* the job's time (launcher/goodput/): written by the floors that see its events */
     int gp_timer, gp_warned, gp_status_warned;
+    int status_line;            /* the console's status line is ours to keep (an interactive stderr) */
     /* coord_hang.c: the hang watch; steplag: the step-rate stragglers for the Health block */
     struct coord_hang *hang;
     char steplag[2048];

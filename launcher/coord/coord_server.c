@@ -68,11 +68,6 @@ error:;
     return NULL;
 }
 
-const gp_t *coord_server_goodput(const coord_server_t *cs)
-{
-    return cs ? cs->gp : NULL;
-}
-
 void coord_server_destroy(coord_server_t **pcs)
 {
     if (!pcs || !*pcs)
@@ -98,6 +93,11 @@ void coord_server_local_hello(coord_server_t *cs)
 int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen)
 {
     return coord_mail_post_local(cs, m, err, errlen);
+}
+
+const gp_t *coord_server_goodput(const coord_server_t *cs)
+{
+    return cs ? cs->gp : NULL;
 }
 
 void coord_server_stop_signal(coord_server_t *cs, int sig)

@@ -25,8 +25,8 @@ void coord_server_destroy(coord_server_t **cs);
 void coord_server_local_hello(coord_server_t *cs);
 /* A message from this node's agent; 0, or -1 with a message when it cannot be encoded (the agent ends the job). */
 int coord_server_local_in(coord_server_t *cs, const wire_msg_t *m, char *err, size_t errlen);
-/* The job's goodput model (launcher/goodput/), which the coordinator owns and feeds, for readers of this process
- * (the metrics): valid until coord_server_destroy; NULL when it could not be made. */
+/* The job's goodput model (launcher/goodput/), for readers on this node (the metrics endpoint); the coordinator
+ * writes it. */
 const gp_t *coord_server_goodput(const coord_server_t *cs);
 /* This node's launcher got a stop signal: stop every node. */
 void coord_server_stop_signal(coord_server_t *cs, int sig);

@@ -98,6 +98,29 @@ static void s_on_join(coord_server_t *cs, int peer, const wire_msg_t *m)
     coord_assign_check_ready(cs);
 }
 
+/* `plaunch status --master`: the live view (the same document as status.json), to a peer that passed the job's
+ * TLS handshake; one bounded answer per request, nothing kept. */
+static void s_status(coord_server_t *cs, int peer, const Plaunch__StatusRequest *rq)
+{
+    char *json = gp_status_json(cs->gp, loop_now_ns());
+    size_t len = json ? strlen(json) : 0;
+    if (!json || len > rq->max_bytes || len > WIRE_MAX_STATUS) {
+        char text[160];
+        snprintf(text, sizeof text, "the status document is %zu bytes, more than the %u asked for", len,
+                 rq->max_bytes);
+        s_refuse(cs, peer, PLAUNCH__REFUSE__CODE__BAD_REQUEST, json ? text : "the coordinator is out of memory");
+        free(json);
+        return;
+    }
+    Plaunch__StatusAnswer a = PLAUNCH__STATUS_ANSWER__INIT;
+    wire_msg_t m;
+    a.json.data = (uint8_t *)json;
+    a.json.len = len;
+    wire_init(&m, cs->job_id, cs->generation, WIRE_STATUS_ANSWER, &a);
+    coord_transport_send(cs, peer, &m);
+    free(json);
+}
+
 void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
 {
     struct peer *p = &cs->peers[peer];
@@ -107,6 +130,10 @@ void coord_world_on_message(coord_server_t *cs, int peer, const wire_msg_t *m)
         s_refuse(cs, peer, m->protocol_version != WIRE_PROTOCOL_VERSION ? PLAUNCH__REFUSE__CODE__BAD_VERSION
                                                                         : PLAUNCH__REFUSE__CODE__BAD_JOB, err);
         coord_peers_drop(cs, peer, NULL);
+        return;
+    }
+    if (m->body_case == WIRE_STATUS_REQUEST) {
+        s_status(cs, peer, m->status_request);
         return;
     }
     if (m->body_case != WIRE_JOIN && m->body_case != WIRE_HEARTBEAT && p->st != PS_MEMBER) {

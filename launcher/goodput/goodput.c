@@ -352,9 +352,7 @@ void gp_rank_progress(gp_t *g, int rank, int node, long long step, uint64_t out_
     }
     if (step < 0)
         return;
-    g->steps_reported = 1;
-    if (x->r.step < 0 && cg->run_t < 0)
-        s_progress(g, now);
+    g->steps_reported = 1; /* the first progress comes from gp_node_heard: its node saw the first step first */
     if (cg->first_step < 0 || (x->r.step < 0 && step < cg->first_step))
         cg->first_step = step;
     if (step > cg->last_step)

@@ -145,7 +145,7 @@ void gp_gen_begin(gp_t *g, uint32_t gen, int world, int nnodes, uint64_t now_ns)
 void gp_node_set(gp_t *g, int node_rank, const char *host, int first_rank, int nranks, enum gp_node_state st,
                  uint64_t now_ns);
 /* Heard from a node now (a heartbeat): its workers of the current generation all started ago_ms ago (0: not
- * yet), its first rank's first output ago_ms ago (0: none yet); its GPUs (util < 0: no GPU data). Once every
+ * yet), its first output or step report ago_ms ago (0: none yet); its GPUs (util < 0: no GPU data). Once every
  * node of the generation started, GP_STARTED; at a node's first progress, GP_PROGRESS. */
 void gp_node_heard(gp_t *g, int node_rank, uint64_t now_ns, uint64_t started_ago_ms, uint64_t progress_ago_ms,
                    double gpu_util, double gpu_mem_mib, double gpu_mem_total_mib);
@@ -182,6 +182,11 @@ const char *gp_phase_name(enum gp_phase p);
 const char *gp_mark_name(enum gp_mark m);
 const char *gp_node_state_name(enum gp_node_state s);
 
+/* The one-line summary of the console's status line: "plaunch: generation 1 | 8 ranks on 2 nodes | running |
+ * step 1200 (3.1/s) | goodput 97.2 % | 1 incident", or the incident's phase while one is open; at most width
+ * columns (0: cap), nothing a terminal acts on. Returns the length. */
+size_t gp_status_line(const gp_t *g, uint64_t now_ns, int width, char *buf, size_t cap);
+
 /* --- outputs (goodput_out.c: ledger, block; goodput_status.c: status.json and its text) --- */
 /* The ledger LOG_DIR/goodput.jsonl, created (or emptied: one ledger per job and log directory) with
  * common/ownfile.h in log_dir. 0, or -1 with a message. */
@@ -207,6 +212,8 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns);  /* malloc'ed; NULL out of
 /* Writes LOG_DIR/status.json (temporary name + rename, common/ownfile.h) unless one was written less than a
  * second before now_ns (returns 1 then); 0 written, -1 with a message. */
 int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, size_t errlen);
+/* The same under another name in log_dir (an agent's view of its node: "status.NODE.json"). */
+int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t now_ns, char *err, size_t errlen);
 /* A model of the live view read back from status.json or a STATUS answer (len <= GP_STATUS_MAX); its times are
  * relative to the reader's now_ns as the writer's were to its own. NULL with a message. */
 gp_t *gp_status_load(const char *text, size_t len, uint64_t now_ns, char *err, size_t errlen);

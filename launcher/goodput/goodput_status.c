@@ -27,7 +27,7 @@ static const char *s_phase_now(const struct gp_incident *in)
     return last < GP_PROGRESS ? gp_phase_name((enum gp_phase)last) : "done";
 }
 
-char *gp_status_json(const gp_t *g, uint64_t now_ns)
+static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int max_ranks)
 {
     struct gp_summary s;
     double now = g->end_t >= 0 ? g->end_t : gp_time(g, now_ns);
@@ -64,11 +64,15 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns)
     } else {
         json_object_set_new(o, "incident", json_null());
     }
-    int listed = 0;
-    for (int i = 0; i < g->nnodes && listed < GP_STATUS_NODES; i++) {
+    int listed = 0, more = 0;
+    for (int i = 0; i < g->nnodes; i++) {
         const struct gp_node *n = &g->nodes[i].n;
         if (n->nranks <= 0 && n->seen_t < 0)
+            continue; /* a node rank nobody held (an agent's own view knows only its node) */
+        if (listed >= max_nodes) {
+            more++;
             continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "node", json_integer(n->node_rank));
         json_object_set_new(x, "host", json_string(n->host));
@@ -83,11 +87,17 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns)
         listed++;
     }
     json_object_set_new(o, "nodes", nodes);
-    json_object_set_new(o, "nodes_more", json_integer(g->nnodes - listed > 0 ? g->nnodes - listed : 0));
-    int n = g->nranks < g->world ? g->nranks : g->world;
-    int rl = n < GP_STATUS_RANKS ? n : GP_STATUS_RANKS;
-    for (int i = 0; i < rl; i++) {
+    json_object_set_new(o, "nodes_more", json_integer(more));
+    int n = g->nranks < g->world ? g->nranks : g->world, rl = 0;
+    more = 0;
+    for (int i = 0; i < n; i++) {
         const struct gp_rank *r = &g->ranks[i].r;
+        if (r->node < 0)
+            continue; /* a rank of another node, in a node's own view */
+        if (rl >= max_ranks) {
+            more++;
+            continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "rank", json_integer(r->rank));
         json_object_set_new(x, "node", json_integer(r->node));
@@ -98,15 +108,33 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns)
         json_object_set_new(x, "gpu_mem_mib", s_num(r->gpu_mem_mib, 10));
         json_object_set_new(x, "gpu_mem_total_mib", s_num(r->gpu_mem_total_mib, 10));
         json_array_append_new(ranks, x);
+        rl++;
     }
     json_object_set_new(o, "ranks", ranks);
-    json_object_set_new(o, "ranks_more", json_integer(g->world - rl > 0 ? g->world - rl : 0));
+    json_object_set_new(o, "ranks_more", json_integer(more));
     char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;
 }
 
+char *gp_status_json(const gp_t *g, uint64_t now_ns)
+{
+    int nodes = GP_STATUS_NODES, ranks = GP_STATUS_RANKS;
+    for (;;) { /* long host names can make the listed part too big: list fewer until it fits */
+        char *text = s_status_json(g, now_ns, nodes, ranks);
+        if (!text || strlen(text) < GP_STATUS_MAX || (!nodes && !ranks))
+            return text;
+        free(text);
+        nodes /= 2, ranks /= 2;
+    }
+}
+
 int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, size_t errlen)
+{
+    return gp_status_write_as(g, log_dir, "status.json", now_ns, err, errlen);
+}
+
+int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t now_ns, char *err, size_t errlen)
 {
     if (g->status_any && now_ns - g->status_ns < 1000000000ull && g->end_t < 0)
         return 1;
@@ -119,7 +147,7 @@ int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, si
     }
     char path[PATH_MAX + 32];
     struct ownfile_new nf;
-    snprintf(path, sizeof path, "%s/status.json", log_dir);
+    snprintf(path, sizeof path, "%s/%s", log_dir, name);
     if (ownfile_new_open(&nf, path, 0644, 0, err, errlen) < 0) {
         free(text);
         return -1;
@@ -256,4 +284,40 @@ size_t gp_status_text(const gp_t *g, uint64_t now_ns, int width, int rows, char 
         }
     }
     return t.len;
+}
+
+size_t gp_status_line(const gp_t *g, uint64_t now_ns, int width, char *buf, size_t cap)
+{
+    struct gp_summary s;
+    char raw[512], step[64] = "", gp[32];
+    if (!cap)
+        return 0;
+    gp_summary(g, now_ns, &s);
+    long long lo = -1;
+    double rate = NAN;
+    for (int i = 0; i < g->nranks && i < g->world; i++) { /* the job is as far as its slowest rank */
+        const struct gp_rank *r = &g->ranks[i].r;
+        if (r->step >= 0 && (lo < 0 || r->step < lo))
+            lo = r->step, rate = r->step_rate;
+    }
+    if (lo >= 0)
+        snprintf(step, sizeof step, " | step %lld%s", lo, "");
+    if (lo >= 0 && !isnan(rate))
+        snprintf(step + strlen(step), sizeof step - strlen(step), " (%.2f/s)", rate);
+    s_fmt(gp, sizeof gp, s.goodput * 100, 1, " %");
+    const struct gp_incident *in = gp_incident_current(g);
+    int live = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        live += g->nodes[i].n.nranks > 0 && g->nodes[i].n.state != GP_NODE_LOST;
+    if (in)
+        snprintf(raw, sizeof raw, "plaunch: generation %u | %s (%s) | %.1f s | goodput %s", g->generation,
+                 gp_cause_name(in->cause), s_phase_now(in), gp_time(g, now_ns) - in->at[GP_DETECTED], gp);
+    else
+        snprintf(raw, sizeof raw, "plaunch: generation %u | %d rank%s on %d node%s | %s%s | goodput %s | %d incident%s",
+                 g->generation, g->world, g->world == 1 ? "" : "s", live, live == 1 ? "" : "s",
+                 g->end_t >= 0 ? "done" : "running", step, gp, s.nincidents, s.nincidents == 1 ? "" : "s");
+    size_t n = esc_term(buf, cap, raw, strlen(raw), 0);
+    if (width > 0 && n > (size_t)width)
+        buf[n = (size_t)width] = 0;
+    return n;
 }

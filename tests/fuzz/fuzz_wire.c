@@ -44,8 +44,8 @@ static void s_use(const wire_msg_t *msg)
 /* A receiver that accepts fewer body types takes the message if and only if its type is one of them. */
 static void s_check_mask(const uint8_t *data, size_t size, const wire_msg_t *msg)
 {
-    static const uint32_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER };
-    uint32_t mask = masks[size % 4];
+    static const uint64_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER };
+    uint64_t mask = masks[size % 4];
     char err[512] = "";
     wire_msg_t *in = wire_decode(data, size, mask, err, sizeof err);
     int want = msg->protocol_version != WIRE_PROTOCOL_VERSION || (mask & WIRE_BIT(msg->body_case));

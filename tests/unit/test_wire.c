@@ -92,15 +92,15 @@ static ProtobufCMessage *s_body(const wire_msg_t *msg)
 
 static void test_round_trip_every_type(void **state)
 {
-    static const uint32_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER,
-                                      WIRE_TO_AGENT_PLAIN };
+    static const uint64_t masks[] = { WIRE_TO_COORD, WIRE_TO_AGENT, WIRE_TO_AGENT_IPC, WIRE_TO_WORKER,
+                                      WIRE_TO_AGENT_PLAIN, WIRE_TO_STATUS };
     for (size_t i = 0; i < SAMPLE_NTYPES; i++) {
         struct sample s;
         char err[256] = "";
         uint8_t fixed[4096];
         size_t len, len2;
         ssize_t n;
-        uint32_t any_mask = 0;
+        uint64_t any_mask = 0;
         wire_msg_t *in;
         uint8_t *buf, *buf2;
         sample_init(&s, sample_types[i]);
@@ -740,7 +740,7 @@ static void test_mutated_messages(void **state)
 /* ---- peers of another version or job -------------------------------------------------------------------------- */
 
 /* Encodes s->msg, decodes it as `allowed` would, and returns wire_check_peer's verdict in err. */
-static int s_peer_verdict(struct sample *s, uint32_t allowed, uint32_t version, const char *job, char *err,
+static int s_peer_verdict(struct sample *s, uint64_t allowed, uint32_t version, const char *job, char *err,
                           size_t errlen)
 {
     size_t len;

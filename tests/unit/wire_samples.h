@@ -31,6 +31,8 @@ struct sample {
     Plaunch__RelayReady relay_ready;
     Plaunch__Redirect redirect;
     Plaunch__Relayed relayed;
+    Plaunch__StatusRequest status_request;
+    Plaunch__StatusAnswer status_answer;
     Plaunch__RelayItem items[3];
     Plaunch__RelayItem *item_ptrs[3];
     uint32_t relay_to[3];
@@ -50,7 +52,7 @@ struct sample {
 static const wire_type_t sample_types[] = {
     WIRE_HELLO, WIRE_JOIN,    WIRE_ASSIGN,  WIRE_REFUSE,       WIRE_HEARTBEAT, WIRE_WORKER_EXIT, WIRE_STOP,
     WIRE_NCCL_ID_PUT, WIRE_NCCL_ID_GET, WIRE_NCCL_ID, WIRE_BARRIER, WIRE_BARRIER_DONE, WIRE_REPORT, WIRE_BYE,
-    WIRE_RELAY_START, WIRE_RELAY_READY, WIRE_REDIRECT, WIRE_RELAYED,
+    WIRE_RELAY_START, WIRE_RELAY_READY, WIRE_REDIRECT, WIRE_RELAYED, WIRE_STATUS_REQUEST, WIRE_STATUS_ANSWER,
 };
 #define SAMPLE_NTYPES (sizeof sample_types / sizeof sample_types[0])
 
@@ -209,6 +211,12 @@ static void sample_fill_bodies(struct sample *s)
     plaunch__relayed__init(&s->relayed);
     s->relayed.n_items = 3;
     s->relayed.items = s->item_ptrs;
+
+    plaunch__status_request__init(&s->status_request);
+    s->status_request.max_bytes = 65536;
+    plaunch__status_answer__init(&s->status_answer);
+    s->status_answer.json.data = (uint8_t *)"{\"version\":1}";
+    s->status_answer.json.len = 13;
 }
 
 /* Fills *s with a valid message of body type t. */
@@ -233,6 +241,8 @@ static void sample_init(struct sample *s, wire_type_t t)
         [WIRE_RELAY_READY] = &s->relay_ready,
         [WIRE_REDIRECT] = &s->redirect,
         [WIRE_RELAYED] = &s->relayed,
+        [WIRE_STATUS_REQUEST] = &s->status_request,
+        [WIRE_STATUS_ANSWER] = &s->status_answer,
     };
     memset(s, 0, sizeof *s);
     sample_fill_bodies(s);

@@ -52,6 +52,12 @@ static void s_findings(FILE *out, const struct mon_report *r)
 
 static void s_logs(FILE *out, const struct mon_report *r)
 {
+    static char blk[16 << 10];
+    if (r->goodput && gp_block(r->goodput, 0, blk, sizeof blk)) { /* where the job's time went */
+        fputs("<h2>Goodput</h2>\n<pre id=\"goodput\">", out);
+        esc_html(out, blk);
+        fputs("</pre>\n", out);
+    }
     if (r->root_cause) {
         fputs("<h2>Root cause</h2>\n<p class=\"meta\">from ", out);
         esc_html(out, r->dir);

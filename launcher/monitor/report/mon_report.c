@@ -411,6 +411,7 @@ int mon_report_read(const char *dir, const struct mon_thresh *th, struct mon_rep
     mon_report_log_read(dfd, dir, &lg);
     r->root_cause = lg.root_cause;
     r->health_logged = lg.health;
+    r->goodput = lg.goodput;
     snprintf(r->log_file, sizeof r->log_file, "%s", lg.file);
     for (int i = 0; i < lg.nnotes; i++)
         mon_report_note(r, "%s", lg.notes[i]);
@@ -453,6 +454,7 @@ void mon_report_free(struct mon_report *r)
     free(r->node_ranks);
     free(r->root_cause);
     free(r->health_logged);
+    gp_free(&r->goodput);
     free(r->sum);
     free(r->f);
     free(r->block);

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "goodput.h"
 #include "mon_diag.h"
 #include "mon_series.h"
 #include "mon_thresh.h"
@@ -50,6 +51,7 @@ struct mon_report {
     /* from the plaunch logs (NULL: none); cleaned of control characters and invalid UTF-8 */
     char *root_cause, *health_logged;
     char log_file[80];            /* the log the root cause came from */
+    gp_t *goodput;                /* the goodput ledger read back (NULL: none); its Goodput block is shown */
     /* mon_report_judge */
     struct mon_rank_summary *sum; /* nranks, in rank order */
     struct mon_finding *f;

@@ -1,4 +1,5 @@
-/* mon_report_log: the root-cause and Health blocks of a job's plaunch logs, escaped of what a terminal would obey. */
+/* mon_report_log: the root-cause and Health blocks of a job's plaunch logs, escaped of what a terminal would obey,
+ * and its goodput ledger read back. */
 #include "mon_report_log.h"
 
 #include "esc.h"
@@ -190,6 +191,33 @@ static int s_cmp(const void *a, const void *b)
     return px != py ? py - px : strcmp(x, y);
 }
 
+/* LOG_DIR/goodput.jsonl as the goodput model; NULL when there is none (no note) or it is refused (a note). */
+static gp_t *s_goodput(int dfd, const char *dir, struct mon_report_log *lg)
+{
+    struct stat st;
+    char err[600];
+    int fd = openat(dfd, "goodput.jsonl", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            s_note(lg, "%s/goodput.jsonl %s: refused", dir, errno == ELOOP ? "is a symbolic link" : strerror(errno));
+        return NULL;
+    }
+    gp_t *g = NULL;
+    char *buf = NULL;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)GP_LEDGER_MAX) {
+        s_note(lg, "%s/goodput.jsonl: %s: refused", dir, S_ISREG(st.st_mode) ? "larger than a ledger grows"
+                                                                              : "not a regular file");
+    } else if ((buf = malloc((size_t)st.st_size + 1)) != NULL) {
+        ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
+        g = n >= 0 ? gp_ledger_load(buf, (size_t)n, err, sizeof err) : NULL;
+        if (!g)
+            s_note(lg, "%s/%s", dir, n >= 0 ? err : "goodput.jsonl: cannot be read");
+    }
+    free(buf);
+    close(fd);
+    return g;
+}
+
 void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg)
 {
     char *names[S_LOGS_MAX];
@@ -228,6 +256,7 @@ void mon_report_log_read(int dfd, const char *dir, struct mon_report_log *lg)
         free(names[i]);
     free(g.buf);
     lg->root_cause = s_shown(lg->root_cause);
+    lg->goodput = s_goodput(dfd, dir, lg);
     lg->health = s_shown(lg->health);
 }
 
@@ -236,4 +265,5 @@ void mon_report_log_free(struct mon_report_log *lg)
     free(lg->root_cause);
     free(lg->health);
     lg->root_cause = lg->health = NULL;
+    gp_free(&lg->goodput);
 }

@@ -138,6 +138,11 @@ void mon_report_out_text(FILE *out, const struct mon_report *r)
         fputc('\n', out);
     if (r->root_cause)
         fprintf(out, "\nroot cause, from %s/%s:\n%s", r->dir, r->log_file, r->root_cause);
+    if (r->goodput) {
+        static char blk[16 << 10];
+        if (gp_block(r->goodput, 0, blk, sizeof blk))
+            fprintf(out, "\nfrom %s/goodput.jsonl:\n%s", r->dir, blk);
+    }
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------------------- */
@@ -218,6 +223,15 @@ static json_t *s_findings(const struct mon_report *r)
     return arr;
 }
 
+/* The goodput ledger's summary and incidents (gp_report_json), or null without a ledger. */
+static json_t *s_goodput(const struct mon_report *r)
+{
+    char *text = r->goodput ? gp_report_json(r->goodput, 0) : NULL;
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return o ? o : json_null();
+}
+
 char *mon_report_out_json(const struct mon_report *r)
 {
     json_t *doc = json_object(), *warn;
@@ -226,7 +240,7 @@ char *mon_report_out_json(const struct mon_report *r)
               s_set(doc, "health", s_str(r->block)) < 0 || s_set(doc, "health_logged", s_str(r->health_logged)) < 0 ||
               s_set(doc, "root_cause", s_str(r->root_cause)) < 0 ||
               s_set(doc, "root_cause_log", r->root_cause ? s_str(r->log_file) : json_null()) < 0 ||
-              s_set(doc, "warnings", json_array()) < 0 ||
+              s_set(doc, "goodput", s_goodput(r)) < 0 || s_set(doc, "warnings", json_array()) < 0 ||
               s_set(doc, "warnings_dropped", json_integer(r->notes_dropped)) < 0;
     warn = bad ? NULL : json_object_get(doc, "warnings");
     for (int i = 0; !bad && i < r->nnotes; i++)
