@@ -18,6 +18,14 @@ static json_t *s_num(double v, double scale)
     return isnan(v) || v < 0 ? json_null() : json_real(round(v * scale) / scale);
 }
 
+/* A node's or rank's GPU figures into x. */
+static void s_gpu_json(json_t *x, double util, double mem, double total)
+{
+    json_object_set_new(x, "gpu_util", s_num(util, 10));
+    json_object_set_new(x, "gpu_mem_mib", s_num(mem, 10));
+    json_object_set_new(x, "gpu_mem_total_mib", s_num(total, 10));
+}
+
 static const char *s_phase_now(const struct gp_incident *in)
 {
     int last = GP_OCCURRED;
@@ -80,9 +88,7 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
         json_object_set_new(x, "nranks", json_integer(n->nranks));
         json_object_set_new(x, "state", json_string(gp_node_state_name(n->state)));
         json_object_set_new(x, "seen_age_s", n->seen_t >= 0 ? s_num(now - n->seen_t, 1000) : json_null());
-        json_object_set_new(x, "gpu_util", s_num(n->gpu_util, 10));
-        json_object_set_new(x, "gpu_mem_mib", s_num(n->gpu_mem_mib, 10));
-        json_object_set_new(x, "gpu_mem_total_mib", s_num(n->gpu_mem_total_mib, 10));
+        s_gpu_json(x, n->gpu_util, n->gpu_mem_mib, n->gpu_mem_total_mib);
         json_array_append_new(nodes, x);
         listed++;
     }
@@ -104,9 +110,7 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
         json_object_set_new(x, "step", r->step >= 0 ? json_integer(r->step) : json_null());
         json_object_set_new(x, "step_rate", s_num(r->step_rate, 1000));
         json_object_set_new(x, "out_age_s", r->out_t >= 0 ? s_num(now - r->out_t, 1000) : json_null());
-        json_object_set_new(x, "gpu_util", s_num(r->gpu_util, 10));
-        json_object_set_new(x, "gpu_mem_mib", s_num(r->gpu_mem_mib, 10));
-        json_object_set_new(x, "gpu_mem_total_mib", s_num(r->gpu_mem_total_mib, 10));
+        s_gpu_json(x, r->gpu_util, r->gpu_mem_mib, r->gpu_mem_total_mib);
         json_array_append_new(ranks, x);
         rl++;
     }

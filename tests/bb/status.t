@@ -89,12 +89,8 @@ if [ "$(id -u)" != 0 ]; then
     for i in 1 2 3 4; do echo "ok $((_tap_n + i)) # SKIP network namespaces need root"; done
     exit $_tap_failed
 fi
-NS="ps$$"; NS=${NS:0:8}; NET=66; PORT=29661
-netns_down "$NS" 2 >/dev/null 2>&1
-trap 'tm kill-server 2>/dev/null; mn_kill_all; netns_down "$NS" 2; _bb_cleanup' EXIT
-netns_up "$NS" 2 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
-MASTER="$(netns_addr "$NS" 1):$PORT"
-export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+tm kill-server 2>/dev/null
+mn_up 66 2 ps 29661
 export RUN_S=8
 for i in 1 2; do mn_node $i --nnodes 2 --nproc-per-node 1 --hang-timeout 2 ./w.sh; done
 until_ok 30 grep -q '"nranks":1.*"nranks":1' log1/status.json 2>/dev/null
