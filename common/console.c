@@ -252,10 +252,13 @@ static void s_status_draw(struct stream *s, int erase)
     if (!s_status_len || s->broken || s->len > 0 || s->dropping || s->wfd < 0 || erase != s_status_shown)
         return;
     int mid = s->mid_line;
-    if (erase)
-        s_write(s, "\r\033[K", 4);
-    else
-        s_write(s, s_status, s_status_len);
+    if (erase) { /* whole, before anything else: what the reader does not take now is queued first */
+        ssize_t n = s_write(s, "\r\033[K", 4);
+        if (n >= 0 && n < 4 && s_append(s, "\r\033[K" + n, (size_t)(4 - n)) == 0)
+            s_watch(s, 1);
+    } else {
+        s_write(s, s_status, s_status_len); /* a part that does not go out is cleared by the next erase */
+    }
     s->mid_line = mid;
     s_status_shown = !erase;
 }

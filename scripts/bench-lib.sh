@@ -191,6 +191,21 @@ bench_positive_int() {
     fi
 }
 
+# bench_restart_ms NAME DIR RUN NPROC RC: after a restart bench's run in DIR (its worker stamps DIR/fail when
+# rank 1 fails and DIR/start.RANK when each generation-1 worker starts): fails the bench unless the run exited 0
+# with every stamp, else appends ms from the failure to the first generation-1 start to $BENCH_TMP/NAME.restart.
+bench_restart_ms() {
+    local name=$1 dir=$2 run=$3 nproc=$4 rc=$5 n first
+    [ "$rc" = 0 ] || bench_fail_run "$name" "$dir/out.log" "$rc"
+    n=$(find "$dir" -maxdepth 1 -name 'start.*' | wc -l)
+    if [ ! -s "$dir/fail" ] || [ "$n" != "$nproc" ]; then
+        echo "bench: $name run $run: expected a fail stamp and $nproc generation-1 stamps, found $n" >&2
+        bench_fail_run "$name" "$dir/out.log" "$rc"
+    fi
+    first=$(cat "$dir"/start.* | sort -g | head -n 1)
+    bench_ms_between "$(cat "$dir/fail")" "$first" >>"$BENCH_TMP/$name.restart"
+}
+
 # bench_fail_run NAME LOG RC: report a launcher run that failed, with the end of its output, and exit 1.
 bench_fail_run() {
     echo "bench: $1 failed (exit $3); last lines of its output:" >&2

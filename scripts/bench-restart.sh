@@ -52,18 +52,11 @@ launcher_cmd() {
 
 # measure NAME RUN: run the job once in a fresh directory; append failure -> first generation-1 start (ms) to NAME's data file.
 measure() {
-    local name=$1 dir=$BENCH_TMP/$1.$2 rc=0 first n
+    local name=$1 dir=$BENCH_TMP/$1.$2 rc=0
     mkdir -p "$dir"
     launcher_cmd "$name" "$dir"
     bench_run "$dir/out.log" "${CMD[@]}" || rc=$?
-    [ "$rc" = 0 ] || bench_fail_run "$name" "$dir/out.log" "$rc"
-    n=$(find "$dir" -maxdepth 1 -name 'start.*' | wc -l)
-    if [ ! -s "$dir/fail" ] || [ "$n" != "$NPROC" ]; then
-        echo "bench: $name run $2: expected a fail stamp and $NPROC generation-1 stamps, found $n" >&2
-        bench_fail_run "$name" "$dir/out.log" "$rc"
-    fi
-    first=$(cat "$dir"/start.* | sort -g | head -n 1)
-    bench_ms_between "$(cat "$dir/fail")" "$first" >>"$BENCH_TMP/$name.restart"
+    bench_restart_ms "$name" "$dir" "$2" "$NPROC" "$rc"
     rm -rf "$dir"
 }
 

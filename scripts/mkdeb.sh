@@ -23,7 +23,7 @@ Version: $V
 Architecture: $arch
 Maintainer: plaunch developers <plaunch@localhost>
 Depends: libc6${deps:+, $deps}
-Recommends: libdw1
+Recommends: libdw1, libmicrohttpd12
 Section: utils
 Priority: optional
 Description: distributed GPU job launcher

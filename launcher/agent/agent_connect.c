@@ -1,6 +1,7 @@
 /* agent_connect: how this node reaches its coordinator: in process (this node hosts it) or over a link; and with
  * --master etcd://, which node hosts it: the election's outcome, a takeover from the job's durable state when the
  * coordinator's node is lost, and the workers stopped meanwhile (docs/resilience-etcd.md). Below agent.c. */
+#include "agent_metrics.h"
 #include "agent_priv.h"
 
 #include <arpa/inet.h>
@@ -223,6 +224,7 @@ int agent_connect(agent_t *ac)
         } else {
             if (ac->etcd)
                 s_etcd_coord(ac);
+            agent_metrics_coord(ac, coord_server_goodput(ac->cs));
             coord_server_local_hello(ac->cs);
         }
     }

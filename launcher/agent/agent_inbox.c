@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "esc.h"
+#include "console.h"
 #include "jobsetup.h"
 #include "log.h"
 #include "net.h"
@@ -99,9 +101,13 @@ static int s_apply_assign(agent_t *ac, const wire_msg_t *m)
         log_error("%s", err);
         return -1;
     }
-    if (first_assign && job->node.multi && job->opt.node_rank < 0 && !job->opt.quiet)
-        fprintf(stderr, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n", job->gen.node_rank, job->gen.nnodes,
-                job->gen.rank_base, job->gen.rank_base + job->node.nworkers - 1, job->gen.world_size);
+    if (first_assign && job->node.multi && job->opt.node_rank < 0 && !job->opt.quiet) {
+        char line[160]; /* through the console: it keeps the status line below the lines */
+        int n = snprintf(line, sizeof line, "plaunch: this node is node rank %d of %d (ranks %d-%d of %d)\n",
+                         job->gen.node_rank, job->gen.nnodes, job->gen.rank_base, job->gen.rank_base + job->node.nworkers - 1,
+                         job->gen.world_size);
+        console_put(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
     if (job->node.multi)
         log_info("assigned: node rank %d of %d, ranks %d-%d of %d, generation %d, MASTER %s:%d", job->gen.node_rank,
                  job->gen.nnodes, job->gen.rank_base, job->gen.rank_base + job->node.nworkers - 1, job->gen.world_size, job->gen.generation,

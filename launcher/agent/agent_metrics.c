@@ -62,47 +62,43 @@ static void s_node(void *arg, struct mtext *t)
     mtext_family(t, "plaunch_workers_running", "gauge", "Workers of this node running now.");
     mtext_sample(t, "plaunch_workers_running", NULL, 0, running);
 
-    uint64_t now = loop_now_ns();
-    mtext_family(t, "plaunch_rank_output_age_seconds", "gauge", "Seconds since the rank last wrote output.");
-    for (int i = 0; i < job->node.nworkers; i++) {
-        const struct worker *w = &job->workers[i];
-        if (w->state != W_RUNNING)
-            continue;
-        s_rank_labels(w, rank, local, kv);
-        mtext_sample(t, "plaunch_rank_output_age_seconds", kv, 2, now > w->out_ns ? (double)(now - w->out_ns) / 1e9
-                                                                                   : 0);
-    }
-    mtext_family(t, "plaunch_rank_step", "gauge", "The last step the rank reported (PLAUNCH_PROGRESS_FILE, "
-                 "plaunch_progress) in this generation.");
-    for (int i = 0; i < job->node.nworkers; i++) {
-        long long step;
-        double rate;
-        if (job->workers[i].state == W_RUNNING && agent_hang_step(ac->hang, i, &step, &rate) == 0) {
-            s_rank_labels(&job->workers[i], rank, local, kv);
-            mtext_sample(t, "plaunch_rank_step", kv, 2, (double)step);
+    /* output age, step and step rate: from this node's goodput model, as plaunch status shows them */
+    const gp_t *g = agent_node_model(ac->node);
+    double now = g ? gp_time(g, loop_now_ns()) : 0;
+    static const char *const names[3] = { "plaunch_rank_output_age_seconds", "plaunch_rank_step",
+                                          "plaunch_rank_steps_per_second" };
+    static const char *const helps[3] = {
+        "Seconds since the rank last wrote output.",
+        "The last step the rank reported in this generation (PLAUNCH_PROGRESS_FILE, plaunch_progress), as the hang "
+        "watch last read it.",
+        "The rank's reported steps per second over its recent reports.",
+    };
+    for (int f = 0; f < 3; f++) {
+        mtext_family(t, names[f], "gauge", helps[f]);
+        for (int i = 0; g && i < job->node.nworkers; i++) {
+            const struct worker *w = &job->workers[i];
+            const struct gp_rank *r = w->state == W_RUNNING ? gp_rank(g, w->rank) : NULL;
+            if (!r || r->rank != w->rank)
+                continue;
+            double v = f == 0 ? (r->out_t >= 0 ? now - r->out_t : NAN) : f == 1 ? (r->step >= 0 ? (double)r->step : NAN)
+                                                                                 : r->step_rate;
+            if (!isfinite(v) || v < 0)
+                continue;
+            s_rank_labels(w, rank, local, kv);
+            mtext_sample(t, names[f], kv, 2, v);
         }
     }
-    mtext_family(t, "plaunch_rank_steps_per_second", "gauge", "The rank's reported steps per second over the "
-                 "latest window of 5 s or more.");
-    for (int i = 0; i < job->node.nworkers; i++) {
-        long long step;
-        double rate;
-        if (job->workers[i].state == W_RUNNING && agent_hang_step(ac->hang, i, &step, &rate) == 0 && rate >= 0) {
-            s_rank_labels(&job->workers[i], rank, local, kv);
-            mtext_sample(t, "plaunch_rank_steps_per_second", kv, 2, rate);
-        }
-    }
-    for (size_t g = 0; g < sizeof s_gauges / sizeof *s_gauges; g++) {
-        mtext_family(t, s_gauges[g].name, "gauge", s_gauges[g].help);
+    for (size_t m = 0; m < sizeof s_gauges / sizeof *s_gauges; m++) {
+        mtext_family(t, s_gauges[m].name, "gauge", s_gauges[m].help);
         for (int i = 0; i < job->node.nworkers; i++) {
             struct mon_sample s;
             int have = job->workers[i].state == W_RUNNING && agent_mon_latest(ac->mon, i, job->gen.generation, &s);
-            double v = have ? s_gauges[g].get(&s) : NAN;
+            double v = have ? s_gauges[m].get(&s) : NAN;
             if (!isfinite(v) || v < 0)
                 continue; /* unknown: no sample rather than NaN */
             s_rank_labels(&job->workers[i], rank, local, kv);
             kv[4] = "gpu", kv[5] = s.gpu;
-            mtext_sample(t, s_gauges[g].name, kv, s.gpu[0] ? 3 : 2, v); /* a CPU worker has no gpu label */
+            mtext_sample(t, s_gauges[m].name, kv, s.gpu[0] ? 3 : 2, v); /* a CPU worker has no gpu label */
         }
     }
 }

@@ -1,6 +1,7 @@
 /* agent_metrics: this node's /metrics (--metrics-port): the server of launcher/metrics/ in main's loop, with the
- * node's collector (generation, workers, each rank's step and step rate, the monitor's latest GPU and host gauges)
- * and, on the coordinator's node, the job's. Reads the agent's state; owns none of it. */
+ * node's collector (generation, workers; each rank's output age, step and step rate from the node's goodput model;
+ * the monitor's latest GPU and host gauges) and, on the coordinator's node, the job's from the coordinator's
+ * model. Reads the agent's state; owns none of it. */
 #ifndef PLAUNCH_AGENT_METRICS_H
 #define PLAUNCH_AGENT_METRICS_H
 

@@ -3,6 +3,7 @@
  * (--master HOST:PORT, the job's credentials). Both print through the goodput model's status text. */
 #include "cmd_status.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -28,7 +29,8 @@ static const char S_USAGE[] =
     "The job as it is now: generation, world, restarts, goodput, the current incident, and per node its ranks,\n"
     "state, step and step rate, last output age, GPU utilisation and memory. From LOG_DIR/status.json (default:\n"
     "$PLAUNCH_LOG_DIR, else ./log; the coordinator rewrites it once a second and leaves the last one at the end),\n"
-    "or from the coordinator over the job's TLS control plane with --master. `top` refreshes it until q.\n"
+    "else a node's own LOG_DIR/status.NODE.json (or the file named), or from the coordinator over the job's TLS\n"
+    "control plane with --master. `top` refreshes it until q.\n"
     "  --master HOST:PORT   ask the coordinator (the --master the job was started with)\n"
     "  --json               print the status document (docs/goodput.md) instead of the table\n"
     "  --interval SECONDS   top: refresh period (default 1, 0.2..60)\n"
@@ -116,12 +118,49 @@ static int s_parse(int argc, char **argv, struct st_args *a)
     return -1;
 }
 
-/* LOG_DIR/status.json, at most GP_STATUS_MAX bytes, only a regular file (never a FIFO someone put there). */
-static char *s_read_file(const char *dir, size_t *len, char *err, size_t errlen)
+/* Where the view is: LOG_DIR/status.json (the coordinator's), else the one LOG_DIR/status.NODE.json there is (a
+ * node's own), or the file named. 0, or -1 with a message naming what is there. */
+static int s_where(const char *arg, char *path, size_t cap, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(path, cap, "%s", arg);
+        return 0;
+    }
+    snprintf(path, cap, "%s/status.json", arg);
+    if (stat(path, &st) == 0 || stat(arg, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0; /* there, or no directory: the read says what is wrong */
+    DIR *d = opendir(arg);
+    char names[600] = "", one[300] = "";
+    int n = 0;
+    for (struct dirent *e; d && n < 100 && (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        if (l > 12 && l < sizeof one && strncmp(e->d_name, "status.", 7) == 0 && strcmp(e->d_name + l - 5, ".json") == 0) {
+            if (!n++)
+                snprintf(one, sizeof one, "%s", e->d_name);
+            if (strlen(names) + l + 3 < sizeof names)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n > 1 ? ", " : "", e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    if (n == 1)
+        snprintf(path, cap, "%s/%s", arg, one);
+    else if (n > 1) {
+        snprintf(err, errlen, "%s has no status.json (the coordinator's) but the views of %d nodes: %s; name one "
+                 "(plaunch status %s/FILE) or ask the coordinator (--master HOST:PORT)", arg, n, names, arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The status document at path, at most GP_STATUS_MAX bytes, only a regular file (never a FIFO someone put there). */
+static char *s_read_file(const char *arg, size_t *len, char *err, size_t errlen)
 {
     char path[4200];
     struct stat st;
-    snprintf(path, sizeof path, "%s/status.json", dir);
+    if (s_where(arg, path, sizeof path, err, errlen) < 0)
+        return NULL;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: %s", path,

@@ -109,6 +109,11 @@ void coord_server_resume(coord_server_t *cs, uint32_t generation, int restarts_u
     coord_verdict_resume(&cs->verdict, restarts_used);
 }
 
+const gp_t *coord_server_goodput(const coord_server_t *cs)
+{
+    return cs ? cs->gp : NULL;
+}
+
 void coord_server_stop_signal(coord_server_t *cs, int sig)
 {
     char text[sizeof cs->job->node.hostname + 64];

@@ -4,6 +4,7 @@
 #ifndef PLAUNCH_COORD_SERVER_H
 #define PLAUNCH_COORD_SERVER_H
 
+#include "goodput.h"
 #include "job.h"
 #include "loop.h"
 #include "mon_thresh.h"
@@ -31,6 +32,9 @@ void coord_server_on_generation(coord_server_t *cs, coord_durable_fn fn, void *a
  * job already spent (the verdict goes on from there), and how many nodes are alive to wait for before the first
  * ASSIGN (0: as a first rendezvous). Before coord_server_local_hello. */
 void coord_server_resume(coord_server_t *cs, uint32_t generation, int restarts_used, int expect);
+/* The job's goodput model (launcher/goodput/), for readers on this node (the metrics endpoint); the coordinator
+ * writes it. */
+const gp_t *coord_server_goodput(const coord_server_t *cs);
 /* This node's launcher got a stop signal: stop every node. */
 void coord_server_stop_signal(coord_server_t *cs, int sig);
 

@@ -242,7 +242,7 @@ static struct gp_node_x *s_node(gp_t *g, int node_rank)
     return &g->nodes[node_rank];
 }
 
-static struct gp_rank_x *s_rank(gp_t *g, int rank)
+struct gp_rank_x *gp_rank_get(gp_t *g, int rank)
 {
     if (rank < 0 || rank >= GP_MAX_RANKS)
         return NULL;
@@ -272,7 +272,7 @@ void gp_node_set(gp_t *g, int node_rank, const char *host, int first_rank, int n
         x->n.first_rank = first_rank;
         x->n.nranks = nranks;
         for (int r = first_rank; r < first_rank + nranks; r++) {
-            struct gp_rank_x *rx = s_rank(g, r);
+            struct gp_rank_x *rx = gp_rank_get(g, r);
             if (rx)
                 rx->r.node = node_rank;
         }
@@ -337,7 +337,7 @@ void gp_node_heard(gp_t *g, int node_rank, uint64_t now_ns, uint64_t started_ago
 
 void gp_rank_progress(gp_t *g, int rank, int node, long long step, uint64_t out_age_ms, uint64_t now_ns)
 {
-    struct gp_rank_x *x = s_rank(g, rank);
+    struct gp_rank_x *x = gp_rank_get(g, rank);
     struct gp_gen *cg = s_cur_gen(g);
     if (!x || !cg)
         return;
@@ -382,7 +382,7 @@ void gp_rank_progress(gp_t *g, int rank, int node, long long step, uint64_t out_
 
 void gp_rank_gpu(gp_t *g, int rank, double util, double mem_mib, double mem_total_mib)
 {
-    struct gp_rank_x *x = s_rank(g, rank);
+    struct gp_rank_x *x = gp_rank_get(g, rank);
     if (!x)
         return;
     x->r.gpu_util = util;

@@ -212,6 +212,8 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns);  /* malloc'ed; NULL out of
 /* Writes LOG_DIR/status.json (temporary name + rename, common/ownfile.h) unless one was written less than a
  * second before now_ns (returns 1 then); 0 written, -1 with a message. */
 int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, size_t errlen);
+/* The same under another name in log_dir (an agent's view of its node: "status.NODE.json"). */
+int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t now_ns, char *err, size_t errlen);
 /* A model of the live view read back from status.json or a STATUS answer (len <= GP_STATUS_MAX); its times are
  * relative to the reader's now_ns as the writer's were to its own. NULL with a message. */
 gp_t *gp_status_load(const char *text, size_t len, uint64_t now_ns, char *err, size_t errlen);

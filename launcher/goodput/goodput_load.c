@@ -270,16 +270,10 @@ gp_t *gp_status_load(const char *text, size_t len, uint64_t now_ns, char *err, s
     json_array_foreach(ranks, i, x) {
         if (i >= GP_STATUS_RANKS)
             break;
-        int r = (int)s_int(&rd, x, "rank", 0, GP_MAX_RANKS - 1, 0);
-        struct gp_rank_x *rx = gp_grow(g->ranks, &g->cap_ranks, r + 1, sizeof *g->ranks);
+        struct gp_rank_x *rx = gp_rank_get(g, (int)s_int(&rd, x, "rank", 0, GP_MAX_RANKS - 1, 0));
         if (!rx)
             break;
-        g->ranks = rx;
-        for (; g->nranks <= r; g->nranks++)
-            g->ranks[g->nranks].r = (struct gp_rank){ .rank = g->nranks, .node = -1, .step = -1, .step_rate = NAN,
-                                                      .out_t = -1, .gpu_util = NAN, .gpu_mem_mib = NAN,
-                                                      .gpu_mem_total_mib = NAN };
-        struct gp_rank *q = &g->ranks[r].r;
+        struct gp_rank *q = &rx->r;
         q->node = (int)s_int(&rd, x, "node", -1, GP_MAX_NODES, -1);
         q->step = s_int(&rd, x, "step", -1, LLONG_MAX, -1);
         q->step_rate = s_dbl(&rd, x, "step_rate", NAN);

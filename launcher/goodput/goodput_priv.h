@@ -59,6 +59,8 @@ struct goodput {
 };
 
 /* goodput.c */
+/* The entry of rank (made, with every field unknown, when new); NULL past GP_MAX_RANKS or out of memory. */
+struct gp_rank_x *gp_rank_get(gp_t *g, int rank);
 void *gp_grow(void *p, int *cap, int need, size_t size);
 /* src on one line (newlines and tabs as spaces), cut to cap. */
 void gp_oneline(char *dst, size_t cap, const char *src);

@@ -18,6 +18,14 @@ static json_t *s_num(double v, double scale)
     return isnan(v) || v < 0 ? json_null() : json_real(round(v * scale) / scale);
 }
 
+/* A node's or rank's GPU figures into x. */
+static void s_gpu_json(json_t *x, double util, double mem, double total)
+{
+    json_object_set_new(x, "gpu_util", s_num(util, 10));
+    json_object_set_new(x, "gpu_mem_mib", s_num(mem, 10));
+    json_object_set_new(x, "gpu_mem_total_mib", s_num(total, 10));
+}
+
 static const char *s_phase_now(const struct gp_incident *in)
 {
     int last = GP_OCCURRED;
@@ -64,11 +72,15 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
     } else {
         json_object_set_new(o, "incident", json_null());
     }
-    int listed = 0;
-    for (int i = 0; i < g->nnodes && listed < max_nodes; i++) {
+    int listed = 0, more = 0;
+    for (int i = 0; i < g->nnodes; i++) {
         const struct gp_node *n = &g->nodes[i].n;
         if (n->nranks <= 0 && n->seen_t < 0)
+            continue; /* a node rank nobody held (an agent's own view knows only its node) */
+        if (listed >= max_nodes) {
+            more++;
             continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "node", json_integer(n->node_rank));
         json_object_set_new(x, "host", json_string(n->host));
@@ -76,31 +88,34 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
         json_object_set_new(x, "nranks", json_integer(n->nranks));
         json_object_set_new(x, "state", json_string(gp_node_state_name(n->state)));
         json_object_set_new(x, "seen_age_s", n->seen_t >= 0 ? s_num(now - n->seen_t, 1000) : json_null());
-        json_object_set_new(x, "gpu_util", s_num(n->gpu_util, 10));
-        json_object_set_new(x, "gpu_mem_mib", s_num(n->gpu_mem_mib, 10));
-        json_object_set_new(x, "gpu_mem_total_mib", s_num(n->gpu_mem_total_mib, 10));
+        s_gpu_json(x, n->gpu_util, n->gpu_mem_mib, n->gpu_mem_total_mib);
         json_array_append_new(nodes, x);
         listed++;
     }
     json_object_set_new(o, "nodes", nodes);
-    json_object_set_new(o, "nodes_more", json_integer(g->nnodes - listed > 0 ? g->nnodes - listed : 0));
-    int n = g->nranks < g->world ? g->nranks : g->world;
-    int rl = n < max_ranks ? n : max_ranks;
-    for (int i = 0; i < rl; i++) {
+    json_object_set_new(o, "nodes_more", json_integer(more));
+    int n = g->nranks < g->world ? g->nranks : g->world, rl = 0;
+    more = 0;
+    for (int i = 0; i < n; i++) {
         const struct gp_rank *r = &g->ranks[i].r;
+        if (r->node < 0)
+            continue; /* a rank of another node, in a node's own view */
+        if (rl >= max_ranks) {
+            more++;
+            continue;
+        }
         json_t *x = json_object();
         json_object_set_new(x, "rank", json_integer(r->rank));
         json_object_set_new(x, "node", json_integer(r->node));
         json_object_set_new(x, "step", r->step >= 0 ? json_integer(r->step) : json_null());
         json_object_set_new(x, "step_rate", s_num(r->step_rate, 1000));
         json_object_set_new(x, "out_age_s", r->out_t >= 0 ? s_num(now - r->out_t, 1000) : json_null());
-        json_object_set_new(x, "gpu_util", s_num(r->gpu_util, 10));
-        json_object_set_new(x, "gpu_mem_mib", s_num(r->gpu_mem_mib, 10));
-        json_object_set_new(x, "gpu_mem_total_mib", s_num(r->gpu_mem_total_mib, 10));
+        s_gpu_json(x, r->gpu_util, r->gpu_mem_mib, r->gpu_mem_total_mib);
         json_array_append_new(ranks, x);
+        rl++;
     }
     json_object_set_new(o, "ranks", ranks);
-    json_object_set_new(o, "ranks_more", json_integer(g->world - rl > 0 ? g->world - rl : 0));
+    json_object_set_new(o, "ranks_more", json_integer(more));
     char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;
@@ -120,6 +135,11 @@ char *gp_status_json(const gp_t *g, uint64_t now_ns)
 
 int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, size_t errlen)
 {
+    return gp_status_write_as(g, log_dir, "status.json", now_ns, err, errlen);
+}
+
+int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t now_ns, char *err, size_t errlen)
+{
     if (g->status_any && now_ns - g->status_ns < 1000000000ull && g->end_t < 0)
         return 1;
     g->status_any = 1;
@@ -131,7 +151,7 @@ int gp_status_write(gp_t *g, const char *log_dir, uint64_t now_ns, char *err, si
     }
     char path[PATH_MAX + 32];
     struct ownfile_new nf;
-    snprintf(path, sizeof path, "%s/status.json", log_dir);
+    snprintf(path, sizeof path, "%s/%s", log_dir, name);
     if (ownfile_new_open(&nf, path, 0644, 0, err, errlen) < 0) {
         free(text);
         return -1;

@@ -41,7 +41,7 @@ struct worker {
     struct linebuf line, eline; /* partial console lines of its stdout and its stderr */
     uint64_t start_ns, exit_ns;
     uint64_t out_ns;           /* when it last wrote output (the output pump woke for it); start_ns before */
-    uint64_t first_out_ns;     /* when it first wrote output since its start; 0 not yet */
+    uint64_t first_out_ns;     /* when it first wrote output since its start; below start_ns: not yet */
     int status;                /* wait status */
     int exec_errno;            /* non-zero when exec failed */
     off_t gen_log_start;       /* offset of this generation's marker in log_fd */

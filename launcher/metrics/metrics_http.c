@@ -184,7 +184,7 @@ metrics_http_t *metrics_http_new(loop_t *loop, const char *addr, int port, metri
                        MHD_OPTION_END);
     if (!h->d) {
         int e = errno;
-        snprintf(err, errlen, "cannot serve metrics on %s port %d (%s): pick a free port with --metrics-port", addr,
+        snprintf(err, errlen, "cannot listen on %s port %d (%s): pick a free port with --metrics-port", addr,
                  port, e ? strerror(e) : "libmicrohttpd refused");
         free(h);
         return NULL;

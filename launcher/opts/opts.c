@@ -78,14 +78,16 @@ void opts_usage(const char *prog)
 {
     printf("Usage: %s [OPTIONS] [--] PROGRAM [ARGS...]\n"
            "       %s probe [OPTIONS]        collective bandwidth (nccl-tests' method) and scaling report\n"
-           "       %s report LOGDIR          a job's health from its monitor files (plaunch report --help)\n"
+           "       %s report LOGDIR          a job's health and goodput from its log directory (plaunch report --help)\n"
+           "       %s status [LOGDIR]        the job now: nodes, ranks, steps, GPUs (--master H:P asks the coordinator)\n"
+           "       %s top [LOGDIR]           the same, refreshed on the terminal; q quits (plaunch status --help)\n"
            "       %s certs init|issue ...   private job CA and node certificates (plaunch certs --help)\n"
            "       %s token [FILE]           a fresh token for the other nodes (export PLAUNCH_TOKEN=...)\n\n"
            "Starts one worker per GPU (or N CPU workers), gives each the rank/world environment of\n"
            "PyTorch (torchrun), PaddlePaddle and NCCL programs, supervises them and keeps their logs.\n\n"
            "Options (each also PLAUNCH_<NAME> in the environment, or NAME in the --config file;\n"
            "the command line wins over the environment, which wins over the file):\n",
-           prog, prog, prog, prog, prog);
+           prog, prog, prog, prog, prog, prog, prog);
     for (int i = 0; i < opts_ndefs; i++) {
         char left[80], range[160];
         snprintf(left, sizeof left, "--%s%s%s", opts_defs[i].name, opts_defs[i].has_arg ? " " : "",

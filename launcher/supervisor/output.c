@@ -298,7 +298,7 @@ int output_pump(struct worker *w, int fd, size_t max_bytes)
     if (s_pipe_of(w, fd, &p) < 0)
         return 1;
     w->out_ns = loop_now_ns(); /* the pipe woke us: the rank wrote (progress for the hang watch) */
-    if (!w->first_out_ns)
+    if (w->first_out_ns < w->start_ns)
         w->first_out_ns = w->out_ns; /* its first output of the generation (the goodput ledger's first progress) */
     s_batch_fd = p.console_fd;
     int eof = s_pump(w, &p, max_bytes);

@@ -110,7 +110,6 @@ static int s_start_generation(struct sup *s)
         sentinel_watch(w->pid);
         w->state = W_RUNNING;
         w->start_ns = w->out_ns = loop_now_ns();
-        w->first_out_ns = 0;
         w->exec_errno = 0;
         s->running++;
         output_marker(job, w);

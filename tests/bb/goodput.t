@@ -90,12 +90,7 @@ if [ "$(id -u)" != 0 ]; then
     for i in 1 2 3 4; do echo "ok $((_tap_n + i)) # SKIP network namespaces need root"; done
     exit $_tap_failed
 fi
-NS="pg$$"; NS=${NS:0:8}; NET=65; PORT=29651
-netns_down "$NS" 2 >/dev/null 2>&1
-trap 'mn_kill_all; netns_down "$NS" 2; _bb_cleanup' EXIT
-netns_up "$NS" 2 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
-MASTER="$(netns_addr "$NS" 1):$PORT"
-export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+mn_up 65 2 pg 29651
 cat >n.sh <<'W'
 #!/bin/bash
 echo "$EPOCHREALTIME" > "$OUTDIR/start.$PLAUNCH_GENERATION.$PLAUNCH_NODE_RANK"

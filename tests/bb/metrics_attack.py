@@ -6,8 +6,9 @@
                                  server kept it open and what it answered
   longline HOST PORT BYTES       sends a request line of BYTES bytes as fast as the server reads it; prints the
                                  bytes sent before the server answered or closed, and its status line
-  scrape HOST PORT N SECONDS     N clients scraping /metrics in a loop for SECONDS; prints the scrapes done"""
-import errno
+  scrape HOST PORT N SECONDS [STOP]  N clients scraping /metrics in a loop for SECONDS, or until the file STOP
+                                 exists; prints the scrapes done and the attempts that failed"""
+import os
 import select
 import socket
 import sys
@@ -54,10 +55,7 @@ def slowloris(host, port, secs):
             break
         r, _, _ = select.select([s], [], [], 1.0)
         if r:
-            try:
-                d = s.recv(4096)
-            except OSError:
-                d = b""
+            d = read_some(s)
             answer += d
             if not d:
                 break
@@ -74,13 +72,8 @@ def longline(host, port, nbytes):
     while sent < nbytes and time.monotonic() - start < 30:
         r, w, _ = select.select([s], [s], [], 1.0)
         if r:
-            try:
-                d = s.recv(4096)
-            except OSError:
-                d = b""
-            answer += d
-            if not d or answer:
-                break
+            answer += read_some(s)
+            break
         if w:
             try:
                 sent += s.send(chunk[: min(len(chunk), nbytes - sent)])
@@ -90,13 +83,13 @@ def longline(host, port, nbytes):
     print(f"longline: sent {sent} of {nbytes} bytes, answer {first!r}")
 
 
-def scrape(host, port, n, secs):
+def scrape(host, port, n, secs, stop=None):
     import threading
-    done = [0]
+    done, failed = [0], [0]
     end = time.monotonic() + secs
 
     def one():
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (stop and os.path.exists(stop)):
             try:
                 c = socket.create_connection((host, port), timeout=5)
                 c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -105,13 +98,22 @@ def scrape(host, port, n, secs):
                 c.close()
                 done[0] += 1
             except OSError:
+                failed[0] += 1
                 time.sleep(0.01)
     ts = [threading.Thread(target=one) for _ in range(n)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    print(f"scrape: {done[0]} scrapes")
+    print(f"scrape: {done[0]} scrapes, {failed[0]} failed")
+
+
+def read_some(s):
+    """What the server sent (b"" when it closed)."""
+    try:
+        return s.recv(4096)
+    except OSError:
+        return b""
 
 
 if __name__ == "__main__":
@@ -123,4 +125,4 @@ if __name__ == "__main__":
     elif mode == "longline":
         longline(host, port, int(sys.argv[4]))
     elif mode == "scrape":
-        scrape(host, port, int(sys.argv[4]), float(sys.argv[5]))
+        scrape(host, port, int(sys.argv[4]), float(sys.argv[5]), sys.argv[6] if len(sys.argv) > 6 else None)

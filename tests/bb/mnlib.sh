@@ -37,3 +37,13 @@ while [ ! -e "$OUTDIR/go" ]; do sleep 0.05; done
 W
     chmod +x "$1"
 }
+# mn_up NET COUNT PREFIX PORT: COUNT hosts in namespaces PREFIX<pid>1..COUNT on 198.18.NET.0/24 (removed at exit
+# with every plaunch started), MASTER on host 1 at PORT, a fresh PLAUNCH_TOKEN. Bails out when they cannot be made.
+mn_up() {
+    NS="$3$$"; NS=${NS:0:8}; NET=$1
+    netns_down "$NS" "$2" >/dev/null 2>&1
+    trap "mn_kill_all; netns_down '$NS' $2; _bb_cleanup" EXIT
+    netns_up "$NS" "$2" "$NET" || { echo "Bail out! cannot create network namespaces"; exit 1; }
+    MASTER="$(netns_addr "$NS" 1):$4"
+    export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+}

@@ -5,7 +5,7 @@
 # console's status line appears under a terminal (tmux) and never in a pipe.
 . "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || { echo "1..0 # SKIP tmux is needed (scripts/deps.sh installs it)"; exit 0; }
-plan 20
+plan 21
 
 export OUTDIR=$T
 TMUX_SOCK="pst$$"
@@ -34,7 +34,7 @@ chmod +x w.sh
 # 1. a running job, then the same log directory once it is done
 RUN_S=5 "$PLAUNCH" --nproc-per-node 2 --hang-timeout 2 --log-dir log ./w.sh >out.1 2>err.1 &
 job=$!
-until_ok 20 grep -q '"step":[0-9]' log/status.json 2>/dev/null
+until_ok 20 grep -q '"step_rate":[0-9]' log/status.json 2>/dev/null
 s=$("$PLAUNCH" status log); src=$?
 is "$src" 0 "plaunch status LOG_DIR on a running job exits 0"
 like "$s" "^job job-[0-9a-f]+ +running +generation 0 +world 2" "it says the job runs, its generation and world"
@@ -55,7 +55,9 @@ pane_has 20 "^plaunch: generation 0 \| 2 ranks on 1 node \| running"
 ok $? "under a terminal the last line is the status line (generation, ranks, state)"
 pane_has 20 "JOB-EXITED 0"
 ok $? "the job ends"
-ok $(tm capture-pane -p -t st | grep -q "| goodput"; echo $?) "and its status line is gone"
+pane=$(tm capture-pane -p -t st)
+ok $(printf '%s\n' "$pane" | grep -q "| goodput"; [ $? != 0 ]; echo $?) "and its status line is gone"
+printf '%s\n' "$pane" | grep "| goodput" | sed 's/^/# left: /'
 tm kill-session -t st
 RUN_S=2 run_plaunch --nproc-per-node 2 --hang-timeout 2 --log-dir log3 --tee 3 ./w.sh
 ok $(printf '%s' "$err$out" | grep -q -e "| goodput" -e $'\033\[K'; [ $? != 0 ]; echo $?) \
@@ -79,19 +81,16 @@ ok $(tm capture-pane -p -t st | grep -q "q quits"; [ $? != 0 ]; echo $?) "the te
 tm kill-session -t st
 wait "$job"
 
-# 4. --master: the coordinator of a 2-node job asked from the other node, with the job's token
+# 4. --master: the coordinator of a 2-node job asked from the other node, with the job's token; the other node's
+# own view in its log directory
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then
     for i in 1 2 3 4; do echo "ok $((_tap_n + i)) # SKIP network namespaces need root"; done
     exit $_tap_failed
 fi
-NS="ps$$"; NS=${NS:0:8}; NET=66; PORT=29661
-netns_down "$NS" 2 >/dev/null 2>&1
-trap 'tm kill-server 2>/dev/null; mn_kill_all; netns_down "$NS" 2; _bb_cleanup' EXIT
-netns_up "$NS" 2 $NET || { echo "Bail out! cannot create network namespaces"; exit 1; }
-MASTER="$(netns_addr "$NS" 1):$PORT"
-export PLAUNCH_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+tm kill-server 2>/dev/null
+mn_up 66 2 ps 29661
 export RUN_S=8
 for i in 1 2; do mn_node $i --nnodes 2 --nproc-per-node 1 --hang-timeout 2 ./w.sh; done
 until_ok 30 grep -q '"nranks":1.*"nranks":1' log1/status.json 2>/dev/null
@@ -101,5 +100,11 @@ like "$s" "generation 0 +world 2" "the coordinator answers with the job's genera
 like "$(printf '%s\n' "$s" | grep -E '^[01] ' | wc -l)" "^2$" "both nodes are listed"
 s=$(PLAUNCH_TOKEN=00112233445566778899aabbccddeeff ip netns exec "${NS}2" "$PLAUNCH" status --master "$MASTER" --timeout 5 2>&1); src=$?
 like "$src $s" "^1 plaunch status: TLS with the coordinator failed" "a wrong token is refused (exit 1, says TLS failed)"
+s=$("$PLAUNCH" status log2 2>&1)
+like "$s" "running .*world 2.*
+.*
+.*
+1 .* running .*
+  rank 1 " "on node 2, plaunch status LOG_DIR shows that node's own view (status.NODE.json)"
 mn_wait 1 30; mn_wait 2 30
 done_testing

@@ -14,13 +14,8 @@
 struct ah_worker {
     long long step;               /* the last step its progress file said; -1 none */
     uint64_t step_ns;
-    long long win_step;           /* the step rate's window: its first step and when it was seen; -1 none */
-    uint64_t win_ns;
-    double rate;                  /* steps per second over the last full window; -1 not known yet */
 };
 
-/* The step rate is measured over windows of at least this long (a few steps of a slow job, many of a fast one). */
-#define AH_RATE_WINDOW_NS 5000000000ull
 
 struct agent_hang {
     struct job *job;
@@ -59,26 +54,13 @@ static void s_read_progress(agent_hang_t *h, int i, uint64_t now)
     struct ah_worker *w = &h->w[i];
     if ((long long)v != w->step)
         w->step = (long long)v, w->step_ns = now;
-    if (w->win_step < 0 || w->step < w->win_step) {
-        w->win_step = w->step, w->win_ns = now;
-    } else if (now - w->win_ns >= AH_RATE_WINDOW_NS) {
-        w->rate = (double)(w->step - w->win_step) * 1e9 / (double)(now - w->win_ns);
-        w->win_step = w->step, w->win_ns = now;
-    }
     if (!h->first_step_ns)
         h->first_step_ns = now;
 }
 
-int agent_hang_step(agent_hang_t *h, int local_rank, long long *step, double *rate)
+long long agent_hang_step(const agent_hang_t *h, int local_rank)
 {
-    if (!h || local_rank < 0 || local_rank >= h->nw)
-        return -1;
-    s_read_progress(h, local_rank, loop_now_ns());
-    if (h->w[local_rank].step < 0)
-        return -1;
-    *step = h->w[local_rank].step;
-    *rate = h->w[local_rank].rate;
-    return 0;
+    return h && local_rank >= 0 && local_rank < h->nw ? h->w[local_rank].step : -1;
 }
 
 static int s_tick(loop_t *loop, int id, void *arg)
@@ -122,8 +104,7 @@ void agent_hang_generation(agent_hang_t *h)
     for (int i = 0; i < h->nw; i++) {
         snprintf(path, sizeof path, "%s/progress.%d", h->job->node.run_dir, i);
         unlink(path);
-        h->w[i].step = h->w[i].win_step = -1;
-        h->w[i].rate = -1;
+        h->w[i].step = -1;
     }
     h->first_step_ns = 0;
 }
@@ -146,7 +127,7 @@ agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn s
     }
     h->job = job, h->loop = loop, h->send = send, h->arg = arg, h->nw = job->node.nworkers;
     for (int i = 0; i < h->nw; i++)
-        h->w[i].step = h->w[i].win_step = -1, h->w[i].rate = -1;
+        h->w[i].step = -1;
     h->tick_ms = opts_hang_tick_ms(&job->opt);
     h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, h);
     return h;

@@ -18,12 +18,10 @@ agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn s
                              size_t errlen);
 /* Before a generation's workers start: their progress files are emptied, their steps forgotten. */
 void agent_hang_generation(agent_hang_t *h);
-/* The last step local_rank reported this generation (its progress file read now) and its steps per second over
- * the latest window of 5 s or more (-1 before the first window closed); 0, or -1 when it reported none (or h is
- * NULL: --hang-timeout 0). */
-int agent_hang_step(agent_hang_t *h, int local_rank, long long *step, double *rate);
 /* When this generation's first step report was read (at the watch's pace); 0 none yet, or no watch. */
 uint64_t agent_hang_first_step_ns(const agent_hang_t *h);
+/* A local rank's latest step as last read (-1 none, or no watch). */
+long long agent_hang_step(const agent_hang_t *h, int local_rank);
 void agent_hang_destroy(agent_hang_t **h);
 
 #endif
