@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "conn_router.h"
+#include "joblayout.h"
 #include "log.h"
 
 #define CC_MONITOR_EP "inproc://plaunch-coord-monitor"
@@ -166,6 +167,15 @@ int coord_conns_open(coord_server_t *cs, loop_io_fn on_monitor, char *err, size_
     struct conn_limits lim;
     s_raise_fds(cs);
     conn_guard_limits(&lim, cs->job->opt.nnodes);
+    /* A ranked tree's relays (and a few that fall back) all handshake here at once, as a relay's own nodes do there:
+     * a slot each, or the last of them wait in the admission queue and a relay stalled by a busy host loses its
+     * slot (and its nodes their wait) */
+    struct joblayout l;
+    joblayout_plan(&l, cs->job->opt.nnodes, cs->job->opt.relay_fanout);
+    if (cs->job->opt.node_hosts[0] && l.nrelays + l.nrelays / 8 + 16 > lim.max_pending)
+        lim.max_pending = l.nrelays + l.nrelays / 8 + 16;
+    if (lim.max_unauth < 2 * lim.max_pending)
+        lim.max_unauth = 2 * lim.max_pending;
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
      * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
     int zero = 0, hs_ivl = lim.auth_ms + 1000, backlog = cs->job->opt.nnodes > 1024 ? cs->job->opt.nnodes : 1024;
