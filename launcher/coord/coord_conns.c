@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <zmq.h>
 
+#include "joblayout.h"
 #include "log.h"
 
 static const struct peerlog_kind PL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
@@ -123,6 +124,15 @@ int coord_conns_open(coord_server_t *cs, const struct conn_reader_ops *ops, char
     struct conn_limits lim;
     s_raise_fds(cs);
     conn_guard_limits(&lim, cs->job->opt.nnodes + cs->job->opt.spares);
+    /* A ranked tree's relays (and a few that fall back) all handshake here at once, as a relay's own nodes do there:
+     * a slot each, or the last of them wait in the admission queue and a relay stalled by a busy host loses its
+     * slot (and its nodes their wait) */
+    struct joblayout l;
+    joblayout_plan(&l, cs->job->opt.nnodes + cs->job->opt.spares, cs->job->opt.relay_fanout);
+    if (cs->job->opt.node_hosts[0] && l.nrelays + l.nrelays / 8 + 16 > lim.max_pending)
+        lim.max_pending = l.nrelays + l.nrelays / 8 + 16;
+    if (lim.max_unauth < 2 * lim.max_pending)
+        lim.max_unauth = 2 * lim.max_pending;
     /* libzmq's own deadline for the ZeroMQ handshake backs up the guard's, which comes first; a backlog for every
      * node of the job (the kernel caps it at net.core.somaxconn): a full one makes a SYN wait 1 s to be retried */
     int nodes = cs->job->opt.nnodes + cs->job->opt.spares;
