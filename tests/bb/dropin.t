@@ -73,7 +73,9 @@ redirects 3 | - | -r 3 --nproc_per_node 2 | dump.py | skip: consoles differ in t
 local ranks filter | - | --local-ranks-filter 1 --nproc_per_node 2 | dump.py | skip: torchrun 1.13 has no --local-ranks-filter | rc=0 out~^.rank.1 !out~^.rank.0
 redirects per local rank | - | --redirects 0:3 --tee 0 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 out~^.rank.1 !out~^.rank.0
 redirects 1 shows stderr only | - | -r 1 --nproc_per_node 2 | dump.py | skip: consoles differ in their prefix | rc=0 !out~hello err~^.rank.0.*warn.from.0 err~^.rank.1.*warn.from.1
-torchrun option without counterpart | - | --numa-binding node | dump.py | skip: torchrun 1.13 has no --numa-binding | rc=2 err~unknown.option.'--numa-binding'
+torchrun option without counterpart | - | --virtual-local-rank | dump.py | skip: torchrun 1.13 has no --virtual-local-rank | rc=2 err~unknown.option.'--virtual-local-rank'
+torchrun numa binding | - | --numa-binding node --nproc_per_node 1 | dump.py | skip: torchrun 1.13 has no --numa-binding | rc=0 N=1
+numa binding of another word | - | --numa-binding nowhere | dump.py | skip: torchrun 1.13 has no --numa-binding | rc=2 err~expected.torchrun's.node
 PLAUNCH variable for an option | PLAUNCH_NPROC_PER_NODE=2 | - | dump.py | skip: PET_ variables are torchrun's | rc=0 N=2
 local addr | - | --local_addr 127.0.0.1 | dump.py | skip: torchrun 1.13 has no --local_addr | rc=0 R0:MASTER_ADDR=127.0.0.1
 paddle devices are labels | CUDA_VISIBLE_DEVICES=2,3,4,5 | --devices 2,3 | dump.py | - | rc=0 N=2 R0:CUDA_VISIBLE_DEVICES=2,3 R0:FLAGS_selected_gpus=0 R1:FLAGS_selected_gpus=1 R1:PLAUNCH_GPU=3
