@@ -106,11 +106,6 @@ static int s_set_no_progress_time(struct opts *o, const char *val, const char *o
     return opts_parse_seconds(val, 0, 1, OPTS_MAX_WAIT_S, &o->no_progress_time, origin, err, errlen);
 }
 
-static int s_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_count(&o->spares, val, OPTS_MAX_NODES - 1, "the number of spare nodes", origin, err, errlen);
-}
-
 static int s_set_grace(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     return opts_parse_seconds(val, 0, 1, OPTS_MAX_GRACE_S, &o->grace, origin, err, errlen);
@@ -133,114 +128,8 @@ static int s_set_quiet(struct opts *o, const char *val, const char *origin, char
     return opts_parse_bool(val, &o->quiet, origin, err, errlen);
 }
 
-static int s_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long lo, hi;
-    const char *colon = strchr(val, ':');
-    char first[32];
-    if (colon) {
-        snprintf(first, sizeof first, "%.*s", (int)(colon - val) < 31 ? (int)(colon - val) : 31, val);
-        if (s_int(first, 1, OPTS_MAX_NODES, &lo, origin, "MIN:MAX nodes", err, errlen) < 0 ||
-            s_int(colon + 1, 1, OPTS_MAX_NODES, &hi, origin, "MIN:MAX nodes", err, errlen) < 0)
-            return -1;
-        if (lo > hi) {
-            snprintf(err, errlen, "%s '%s': MIN is larger than MAX; expected e.g. 2:4", origin, val);
-            return -1;
-        }
-    } else if (s_int(val, 1, OPTS_MAX_NODES, &lo, origin, "the number of nodes (or MIN:MAX)", err, errlen) < 0) {
-        return -1;
-    } else {
-        hi = lo;
-    }
-    o->nnodes_min = (int)lo;
-    o->nnodes = (int)hi;
-    return 0;
-}
-
-static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
-
-static int s_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    char hp[sizeof o->master];
-    if (opts_paddle_master(val, hp, sizeof hp, origin, err, errlen) < 0) /* http://, etcd:// (Paddle's) */
-        return -1;
-    val = hp;
-    if (strncmp(val, "etcd://", 7) == 0)
-        return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
-    const char *colon = strrchr(val, ':');
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == val || !end || *end || port < 1 || port > 65535 || strlen(val) >= sizeof o->master) {
-        snprintf(err, errlen, "%s '%s': expected HOST:PORT of the coordinator, e.g. 10.0.0.1:6170", origin, val);
-        return -1;
-    }
-    return s_copy(o->master, sizeof o->master, val, origin, err, errlen);
-}
-
-static int s_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "this node's rank", err, errlen) < 0)
-        return -1;
-    o->node_rank = (int)v;
-    return 0;
-}
-
 /* Seconds in (lo, hi]: a timeout or an interval. */
 #define s_seconds(val, lo, hi, out, origin, err, errlen) opts_parse_seconds(val, lo, 0, hi, out, origin, err, errlen)
-
-static int s_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->rdzv_timeout, origin, err, errlen);
-}
-
-static int s_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, OPTS_MIN_HEARTBEAT_S, OPTS_MAX_HEARTBEAT_S, &o->heartbeat, origin, err, errlen);
-}
-
-static int s_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, OPTS_MIN_HEARTBEAT_TIMEOUT_S, OPTS_MAX_HEARTBEAT_TIMEOUT_S, &o->heartbeat_timeout, origin,
-                     err, errlen);
-}
-
-static int s_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_seconds(val, 0, OPTS_MAX_WAIT_S, &o->elastic_timeout, origin, err, errlen);
-}
-
-static int s_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return s_copy(o->tls_dir, sizeof o->tls_dir, val, origin, err, errlen);
-}
-
-static int s_set_token(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    size_t n = strlen(val);
-    int ok = n >= 32 && n <= 128 && n % 2 == 0;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = isxdigit((unsigned char)val[i]);
-    if (!ok) {
-        /* never echo a token: it is a secret even when malformed */
-        snprintf(err, errlen, "%s: expected a token of 32 to 128 hex digits (plaunch prints one when it creates it)",
-                 origin);
-        return -1;
-    }
-    return s_copy(o->token, sizeof o->token, val, origin, err, errlen);
-}
-
-static int s_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    if (opts_check_token_file(val, origin, err, errlen) < 0)
-        return -1;
-    return s_copy(o->token_file, sizeof o->token_file, val, origin, err, errlen);
-}
-
-static int s_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    return opts_parse_bool(val, &o->insecure, origin, err, errlen);
-}
 
 static int s_set_scheduler(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
@@ -277,29 +166,6 @@ static int s_set_hang_timeout(struct opts *o, const char *val, const char *origi
     return opts_parse_seconds(val, 1, 1, 7 * 86400, &o->hang_timeout, origin, err, errlen);
 }
 
-static int s_set_relay_fanout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (strcmp(val, "auto") == 0 || strcmp(val, "off") == 0) {
-        o->relay_fanout = val[0] == 'a' ? -1 : 0;
-        return 0;
-    }
-    if (s_int(val, 2, OPTS_MAX_NODES - 1, &v, origin, "nodes per relay (or auto, off)", err, errlen) < 0)
-        return -1;
-    o->relay_fanout = (int)v;
-    return 0;
-}
-
-static int s_set_node_hosts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    char why[512];
-    if (sched_hostlist_each(val, OPTS_MAX_NODES, NULL, NULL, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s %.600s", origin, why);
-        return -1;
-    }
-    return opts_copy(o->node_hosts, sizeof o->node_hosts, val, origin, err, errlen);
-}
-
 static int s_set_on_hang(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
     if (strcmp(val, "restart") && strcmp(val, "stop")) {
@@ -308,26 +174,6 @@ static int s_set_on_hang(struct opts *o, const char *val, const char *origin, ch
         return -1;
     }
     return s_copy(o->on_hang, sizeof o->on_hang, val, origin, err, errlen);
-}
-
-static int s_set_metrics_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 0, 65535, &v, origin, "a TCP port for /metrics (0: none)", err, errlen) < 0)
-        return -1;
-    o->metrics_port = (int)v;
-    return 0;
-}
-
-static int s_set_metrics_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
-{
-    unsigned char a[16];
-    if (inet_pton(AF_INET, val, a) != 1 && inet_pton(AF_INET6, val, a) != 1) {
-        snprintf(err, errlen, "%s '%s': expected an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or ::1", origin,
-                 val);
-        return -1;
-    }
-    return s_copy(o->metrics_addr, sizeof o->metrics_addr, val, origin, err, errlen);
 }
 
 static int s_set_print_config(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
@@ -387,16 +233,16 @@ const struct optdef opts_defs[] = {
     { "host", "local-addr", NULL, 1, s_set_host, "ADDR",
       "Address workers use to reach this node (MASTER_ADDR; default: 127.0.0.1 on one node).", NULL, 0 },
     { "quiet", NULL, NULL, 0, s_set_quiet, NULL, "Print nothing but worker output and errors.", NULL, 0 },
-    { "nnodes", NULL, NULL, 1, s_set_nnodes, "N|MIN:MAX",
+    { "nnodes", NULL, NULL, 1, opts_net_set_nnodes, "N|MIN:MAX",
       "Number of nodes (default: 1). MIN:MAX is elastic: the job goes on with at least MIN nodes after losing "
       "some, and grows (a restart) when nodes join, up to MAX.", "1", 0 },
-    { "elastic-timeout", "elastic_timeout", NULL, 1, s_set_elastic_timeout, "SECONDS",
+    { "elastic-timeout", "elastic_timeout", NULL, 1, opts_net_set_elastic_timeout, "SECONDS",
       "How long an elastic job waits for MIN nodes after losing some before it fails (default: 60).", "60", 0 },
-    { "spares", NULL, NULL, 1, s_set_spares, "S",
+    { "spares", NULL, NULL, 1, opts_net_set_spares, "S",
       "Hot spares: up to S nodes beyond --nnodes join and wait idle (their GPUs checked); one takes the node rank "
       "of a lost node, or of one whose workers failed twice in a row, at the next generation: same world size, "
       "same ranks elsewhere (default: 0; docs/resilience.md).", "0", 0 },
-    { "master", NULL, NULL, 1, s_set_master, "HOST:PORT|etcd://H:P,...",
+    { "master", NULL, NULL, 1, opts_net_set_master, "HOST:PORT|etcd://H:P,...",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1. "
       "etcd://H:P[,H:P...] (Paddle's): the nodes elect the coordinator through etcd, another node takes over "
       "when its node dies (docs/resilience-etcd.md); every node needs --token or the job's certificates.",
@@ -434,16 +280,16 @@ const struct optdef opts_defs[] = {
       "torchrun's: accepted; a program runs as its own process in every method, as torchrun runs scripts.", NULL,
       0 },
     { "role", NULL, NULL, 1, opts_torch_set_role, "NAME", "The workers' ROLE_NAME (default: default).", NULL, 0 },
-    { "node-rank", "node_rank", "rank", 1, s_set_node_rank, "R",
+    { "node-rank", "node_rank", "rank", 1, opts_net_set_node_rank, "R",
       "This node's rank (default: assigned by the coordinator, in address order, and printed).", NULL, 0 },
-    { "rdzv-timeout", "rdzv_timeout", NULL, 1, s_set_rdzv_timeout, "SECONDS",
+    { "rdzv-timeout", "rdzv_timeout", NULL, 1, opts_net_set_rdzv_timeout, "SECONDS",
       "How long to wait for every node to join (default: 600).", "600", 0 },
-    { "tls-dir", NULL, NULL, 1, s_set_tls_dir, "DIR",
+    { "tls-dir", NULL, NULL, 1, opts_net_set_tls_dir, "DIR",
       "Job CA and node certificates from 'plaunch certs' (default: ~/.plaunch/tls).", NULL, 0 },
-    { "token", NULL, NULL, 1, s_set_token, "HEX",
+    { "token", NULL, NULL, 1, opts_net_set_token, "HEX",
       "Pre-shared token (TLS 1.3 PSK) instead of certificates; prefer PLAUNCH_TOKEN or --token-file.", NULL, 1 },
-    { "token-file", NULL, NULL, 1, s_set_token_file, "FILE", "File (mode 0600) holding the token.", NULL, 0 },
-    { "insecure", NULL, NULL, 0, s_set_insecure, NULL,
+    { "token-file", NULL, NULL, 1, opts_net_set_token_file, "FILE", "File (mode 0600) holding the token.", NULL, 0 },
+    { "insecure", NULL, NULL, 0, opts_net_set_insecure, NULL,
       "Plaintext control plane: anyone who reaches the port can join the job. Testing only.", NULL, 0 },
     { "scheduler", NULL, NULL, 1, s_set_scheduler, "KIND",
       "Where the job's shape comes from: auto (a Slurm step or a Kubernetes pod, when the environment shows "
@@ -487,11 +333,11 @@ const struct optdef opts_defs[] = {
       "What a hung job does once its stacks are taken: restart (like a failure of the odd rank, while "
       "--max-restarts lasts) or stop (exit status 124) (default: restart). Without it, silence in a job that "
       "reports no steps only takes the stacks and warns; the job goes on (docs/hang.md).", "restart", 0 },
-    { "metrics-port", NULL, NULL, 1, s_set_metrics_port, "PORT",
+    { "metrics-port", NULL, NULL, 1, opts_net_set_metrics_port, "PORT",
       "Serve Prometheus metrics (text format) at http://ADDR:PORT/metrics on this node: its workers, steps, GPU and "
       "host gauges; the coordinator's node adds the job's restarts, incidents, lost time and goodput "
       "(docs/metrics.md); 0 serves none (default: 0).", "0", 0 },
-    { "metrics-addr", NULL, NULL, 1, s_set_metrics_addr, "ADDR",
+    { "metrics-addr", NULL, NULL, 1, opts_net_set_metrics_addr, "ADDR",
       "The address --metrics-port listens on: 0.0.0.0 for every interface (default: 127.0.0.1).", "127.0.0.1",
       0 },
     /* paddle.distributed.launch's own */
@@ -524,16 +370,16 @@ const struct optdef opts_defs[] = {
     { "print-config", "dry-run", NULL, 0, s_set_print_config, NULL,
       "Print every option's value and where it came from (command line, environment, file, scheduler, "
       "default), then exit without starting anything.", NULL, 0 },
-    { "relay-fanout", NULL, NULL, 1, s_set_relay_fanout, "auto|off|K",
+    { "relay-fanout", NULL, NULL, 1, opts_net_set_relay_fanout, "auto|off|K",
       "A job of many nodes forms a tree: about sqrt(nodes) of them each relay the TLS sessions, messages and "
       "heartbeats of K others, so the coordinator holds one session per relay. auto: from 513 nodes on, K the "
       "square root of --nnodes; off: every node talks to the coordinator (default: auto).", "auto", 0 },
-    { "node-hosts", NULL, NULL, 1, s_set_node_hosts, "HOSTS",
+    { "node-hosts", NULL, NULL, 1, opts_net_set_node_hosts, "HOSTS",
       "Every node's host in rank order (a Slurm host list: gpu[001-128]; default: SLURM_STEP_NODELIST in a Slurm "
       "step, Paddle's --ips). With --node-rank and a tree (--relay-fanout), a node joins its relay directly, at "
       "its host and --master's port + 1: the coordinator holds only the relays' sessions.", NULL, 0 },
-    { "heartbeat", NULL, NULL, 1, s_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
-    { "heartbeat-timeout", NULL, NULL, 1, s_set_heartbeat_timeout, "SECONDS",
+    { "heartbeat", NULL, NULL, 1, opts_net_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
+    { "heartbeat-timeout", NULL, NULL, 1, opts_net_set_heartbeat_timeout, "SECONDS",
       "A peer silent this long is lost: its node is dropped, or the agent stops (default: 2.5).", "2.5", 0 },
 };
 const int opts_ndefs = (int)(sizeof opts_defs / sizeof *opts_defs);

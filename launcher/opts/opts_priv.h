@@ -26,6 +26,24 @@ struct optdef {
 extern const struct optdef opts_defs[];
 extern const int opts_ndefs;
 
+/* opts_net.c: the setters of a multi-node job's options (size, spares, coordinator, rank, hosts, deadlines,
+ * credentials, fan-out, /metrics). */
+int opts_net_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_node_rank(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_rdzv_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_heartbeat(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_heartbeat_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_elastic_timeout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_tls_dir(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_token(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_token_file(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_insecure(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_relay_fanout(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_node_hosts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_metrics_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
+int opts_net_set_metrics_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 /* opts_compat.c: setters of the torchrun/Paddle spellings (--master-addr, --master-port, --ips, --standalone). */
 int opts_compat_set_master_addr(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_compat_set_master_port(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
