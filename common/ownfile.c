@@ -231,7 +231,8 @@ int ownfile_new_commit(struct ownfile_new *n, int ok, char *err, size_t errlen)
         snprintf(err, errlen, "%s: nothing to commit", n->path);
         return -1;
     }
-    if (!ok || (f && (fflush(f) != 0 || ferror(f))) || fsync(fd) < 0 || fchmod(fd, n->mode) < 0)
+    if (!ok || (f && (fflush(f) != 0 || ferror(f))) || (!(n->flags & OWNFILE_NOSYNC) && fsync(fd) < 0) ||
+        fchmod(fd, n->mode) < 0)
         e = ok ? (errno ? errno : EIO) : -1;
     int closed = f ? fclose(f) : close(fd);
     n->f = NULL;

@@ -36,6 +36,8 @@ struct ownfile_new {
     char tmp[4096 + 32];
 };
 #define OWNFILE_NOREPLACE 4 /* ownfile_new_open: an existing path is an error (checked again at the commit) */
+#define OWNFILE_NOSYNC 8    /* ownfile_new_open: no fsync at the commit: a file rewritten every second from an event
+                             * loop (status.json), which must not wait on the disk and costs nothing if lost */
 
 /* Starts the output path (mode: its final permissions, given at the commit): PATH.tmp.<16 random hex digits>,
  * created beside it with O_CREAT | O_EXCL | O_NOFOLLOW and mode 0600, so that no link another user plants there,
@@ -44,7 +46,7 @@ struct ownfile_new {
 int ownfile_new_open(struct ownfile_new *n, const char *path, unsigned mode, int flags, char *err, size_t errlen);
 /* A stdio stream on n (it owns n->fd from now on; ownfile_new_commit/abort close it). NULL with errno. */
 void *ownfile_new_stream(struct ownfile_new *n);
-/* Flushes and syncs what was written, gives it its mode and renames it over path (with OWNFILE_NOREPLACE: only if
+/* Flushes and syncs (unless OWNFILE_NOSYNC) what was written, gives it its mode and renames it over path (with OWNFILE_NOREPLACE: only if
  * path still does not exist). ok 0 (the caller's own writing failed) aborts instead. 0, or -1 with a message; the
  * temporary file is gone either way. */
 int ownfile_new_commit(struct ownfile_new *n, int ok, char *err, size_t errlen);

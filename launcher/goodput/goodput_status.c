@@ -152,7 +152,7 @@ int gp_status_write_as(gp_t *g, const char *log_dir, const char *name, uint64_t 
     char path[PATH_MAX + 32];
     struct ownfile_new nf;
     snprintf(path, sizeof path, "%s/%s", log_dir, name);
-    if (ownfile_new_open(&nf, path, 0644, 0, err, errlen) < 0) {
+    if (ownfile_new_open(&nf, path, 0644, OWNFILE_NOSYNC, err, errlen) < 0) {
         free(text);
         return -1;
     }
