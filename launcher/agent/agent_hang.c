@@ -17,7 +17,7 @@ struct ah_worker {
 };
 
 struct agent_hang {
-    struct job *job;
+    const struct job *job;
     loop_t *loop;
     agent_hang_send_fn send;
     void *arg;
@@ -57,7 +57,7 @@ static void s_read_progress(agent_hang_t *h, int i, uint64_t now)
 static int s_tick(loop_t *loop, int id, void *arg)
 {
     agent_hang_t *h = arg;
-    struct job *job = h->job;
+    const struct job *job = h->job;
     h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, h);
     uint64_t now = loop_now_ns();
     Plaunch__ProgressRank *r = calloc((size_t)(job->node.nworkers > 0 ? job->node.nworkers : 1), sizeof *r);
@@ -99,7 +99,7 @@ void agent_hang_generation(agent_hang_t *h)
     }
 }
 
-agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
+agent_hang_t *agent_hang_new(const struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
                              size_t errlen)
 {
     if (job->opt.hang_timeout <= 0)
