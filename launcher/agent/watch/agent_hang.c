@@ -18,7 +18,7 @@ struct ah_worker {
 
 
 struct agent_hang {
-    struct job *job;
+    const struct job *job;
     loop_t *loop;
     agent_hang_send_fn send;
     void *arg;
@@ -66,7 +66,7 @@ long long agent_hang_step(const agent_hang_t *h, int local_rank)
 static int s_tick(loop_t *loop, int id, void *arg)
 {
     agent_hang_t *h = arg;
-    struct job *job = h->job;
+    const struct job *job = h->job;
     h->timer = loop_timer_after_ms(loop, h->tick_ms, s_tick, h);
     uint64_t now = loop_now_ns();
     Plaunch__ProgressRank *r = calloc((size_t)(job->node.nworkers > 0 ? job->node.nworkers : 1), sizeof *r);
@@ -114,7 +114,7 @@ uint64_t agent_hang_first_step_ns(const agent_hang_t *h)
     return h ? h->first_step_ns : 0;
 }
 
-agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
+agent_hang_t *agent_hang_new(const struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
                              size_t errlen)
 {
     if (job->opt.hang_timeout <= 0)

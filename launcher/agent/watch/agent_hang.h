@@ -14,7 +14,7 @@ typedef struct agent_hang agent_hang_t;
 typedef void (*agent_hang_send_fn)(void *arg, wire_report_t kind, void *body);
 
 /* NULL with --hang-timeout 0 (and no message), or NULL + message. */
-agent_hang_t *agent_hang_new(struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
+agent_hang_t *agent_hang_new(const struct job *job, loop_t *loop, agent_hang_send_fn send, void *arg, char *err,
                              size_t errlen);
 /* Before a generation's workers start: their progress files are emptied, their steps forgotten. */
 void agent_hang_generation(agent_hang_t *h);

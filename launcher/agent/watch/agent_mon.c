@@ -27,7 +27,7 @@
 #define SAMPLE_DEADLINE_MIN_MS 5000
 
 struct agent_mon {
-    struct job *job;
+    const struct job *job;
     const struct mon_thresh *thresh;
     loop_t *loop;
     char exe[PATH_MAX];
@@ -242,7 +242,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
 {
     agent_mon_t *m = arg;
     static struct mon_target t[MON_TARGETS_MAX];
-    struct job *job = m->job;
+    const struct job *job = m->job;
     uint64_t now = loop_now_ns();
     m->timer = loop_timer_after_ms(loop, m->interval_ms, s_tick, m);
     if (m->broken || m->preflight || m->procs)
@@ -278,7 +278,7 @@ static int s_tick(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen)
+agent_mon_t *agent_mon_new(const struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen)
 {
     if (job->opt.monitor <= 0)
         return NULL;
@@ -326,7 +326,7 @@ static int s_gpus(const struct job *job, const char **gpus)
 int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void *arg)
 {
     static const char *gpus[MON_TARGETS_MAX];
-    struct job *job = m ? m->job : NULL;
+    const struct job *job = m ? m->job : NULL;
     if (!m || !job->node.gpu_mode || strcmp(job->opt.preflight, "off") == 0 || s_start_sampler(m) < 0)
         return 0;
     if (mon_sampler_request_preflight(m->sampler, gpus, s_gpus(job, gpus)) < 0)

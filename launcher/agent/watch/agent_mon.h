@@ -15,7 +15,7 @@ typedef struct agent_mon agent_mon_t;
 
 /* The monitor of job (--monitor 0: NULL without error, nothing is sampled). Opens monitor.NODE.csv in the log
  * directory (proved ours, emptied). NULL with a message in err on failure. */
-agent_mon_t *agent_mon_new(struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen);
+agent_mon_t *agent_mon_new(const struct job *job, const struct mon_thresh *thresh, loop_t *loop, char *err, size_t errlen);
 /* Before any worker starts, in GPU mode with --preflight on or strict: asks the sampler for its checks; done(arg,
  * code) is called from the loop with 0 (go on) or an exit status (strict and a finding: 125). Returns 1 when
  * done will be called, 0 when there is nothing to check (done is not called). */

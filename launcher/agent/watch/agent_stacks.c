@@ -41,7 +41,7 @@ struct as_worker {
 };
 
 struct agent_stacks {
-    struct job *job;
+    const struct job *job;
     loop_t *loop;
     agent_hang_send_fn send;
     agent_stacks_hold_fn hold;
@@ -345,7 +345,7 @@ void agent_stacks_request(agent_stacks_t *h, const Plaunch__StacksRequest *req)
         s_native_maybe_done(h);
 }
 
-agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
+agent_stacks_t *agent_stacks_new(const struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
                                  void *arg, char *err, size_t errlen)
 {
     if (job->opt.hang_timeout <= 0)

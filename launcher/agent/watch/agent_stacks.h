@@ -18,7 +18,7 @@ typedef struct agent_stacks agent_stacks_t;
 typedef void (*agent_stacks_hold_fn)(void *arg, int on);
 
 /* NULL with --hang-timeout 0 (and no message), or NULL + message. */
-agent_stacks_t *agent_stacks_new(struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
+agent_stacks_t *agent_stacks_new(const struct job *job, loop_t *loop, agent_hang_send_fn send, agent_stacks_hold_fn hold,
                                  void *arg, char *err, size_t errlen);
 /* The coordinator's STACKS_REQUEST (checked by the wire layer); ignored while one is under way. */
 void agent_stacks_request(agent_stacks_t *s, const Plaunch__StacksRequest *req);
