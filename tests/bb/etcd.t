@@ -77,6 +77,17 @@ wait_for 3 "$T/prog.*" 60
 ok $? "a 3-node elastic job runs through etcd"
 coord=$(ectl get /plaunch/ej2/coordinator --print-value-only); victim=${coord%%:*}; victim=${victim##*.}
 ok $([ "$victim" -ge 2 ] && [ "$victim" -le 4 ]; echo $?) "  ... its coordinator is on host $victim ($coord)"
+# another program takes the coordinator's port on the other nodes: the next coordinator must publish another one
+busy=""
+for i in 2 3 4; do
+    [ "$i" = "$victim" ] && continue
+    ip netns exec "$NS$i" python3 -c 'import socket, time
+s = socket.socket(); s.bind(("0.0.0.0", 6170)); s.listen(); time.sleep(120)' &
+    busy="$busy $!"
+done
+portbusy() { for i in 2 3 4; do [ "$i" = "$victim" ] && continue
+    ip netns exec "$NS$i" ss -ltn | grep -q ':6170 ' || return 1; done; }
+until_ok 10 portbusy
 t_kill=$(date +%s.%N)
 kill_reap "$(cat "$T/pid.$victim")"
 prog_after() { cat "$T"/prog.* 2>/dev/null | awk -v t="$t_kill" '$1 >= 1 && $2 > t' | grep -q .; }
@@ -87,7 +98,9 @@ t_prog=$(cat "$T"/prog.* | awk -v t="$t_kill" '$1 >= 1 && $2 > t {print $2}' | s
 took=$(echo "$t_prog $t_kill" | awk '{printf "%.2f", $1 - $2}')
 echo "# kill -> next generation's first progress: $took s (heartbeat timeout 2 s; goal <= 4 s)"
 new=$(ectl get /plaunch/ej2/coordinator --print-value-only)
-ok $([ -n "$new" ] && [ "$new" != "$coord" ]; echo $?) "  ... a new coordinator holds the key ($new, was $coord)"
+ok $([ -n "$new" ] && [ "$new" != "$coord" ] && [ "${new##*:}" != 6170 ]; echo $?) \
+    "  ... a new coordinator holds the key ($new, was $coord; port 6170 was taken there)"
+kill_reap $busy
 like "$(ectl get --prefix /plaunch/ej2/incidents/ --print-value-only)" "the coordinator at $coord was lost" \
     "  ... and the takeover is recorded in etcd as an incident"
 touch "$T/go2"
