@@ -8,8 +8,9 @@
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-    { echo "1..0 # SKIP no etcd/etcdctl (make deps installs etcd-server etcd-client)"; exit 0; }
+command -v etcd >/dev/null && command -v etcdctl >/dev/null && command -v openssl >/dev/null &&
+    command -v curl >/dev/null ||
+    { echo "1..0 # SKIP no etcd, etcdctl, openssl or curl (make deps installs them)"; exit 0; }
 plan 29
 
 NS="pe$$"; NS=${NS:0:8}; NET=80; N=4 # host 1 runs etcd, hosts 2-4 run plaunch
