@@ -5,6 +5,7 @@ pkgs="build-essential pkg-config libzmq3-dev libinih-dev libssl-dev libjansson-d
 protobuf-c-compiler libcmocka-dev iproute2 procps bc clang libclang-rt-14-dev python3
 slurm-wlm munge python3-yaml python3-torch libdw-dev elfutils hwloc libhwloc-dev etcd-server etcd-client
 prometheus libmicrohttpd-dev libcurl4-openssl-dev tmux libudev-dev"
+pkgs="$pkgs openssl curl" # tests/bb/etcd.t: a CA and certificates for TLS to etcd, etcd's /health
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs openmpi-bin hyperfine time"
 [ "${1:-}" = "--browser" ] && pkgs="$pkgs chromium"
 missing=""

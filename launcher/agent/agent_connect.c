@@ -97,6 +97,23 @@ static void s_elected(void *arg, int leader, const char *addr)
         agent_proto_finish(ac, 125);
         return;
     }
+    char moved[300];
+    int port;
+    if (leader && !creds_port_free(job->node.host_addr, ac->master_port)) { /* taken since the lease was granted */
+        if (net_free_ports(job->node.host_addr, &port, 1) < 0) {
+            log_error("no free TCP port on %s for the coordinator this node was elected to host: %s", job->node.host_addr,
+                      strerror(errno));
+            agent_proto_finish(ac, 125);
+            return;
+        }
+        snprintf(moved, sizeof moved, "%s:%d", job->node.host_addr, port);
+        if (agent_etcd_move(ac->etcd, moved) < 0) {
+            agent_proto_finish(ac, 125);
+            return;
+        }
+        ac->master_port = port;
+        addr = moved;
+    }
     snprintf(ac->coord_addr, sizeof ac->coord_addr, "%s", addr);
     ac->failover = 0;
     ac->heard = 0;

@@ -210,6 +210,20 @@ void agent_etcd_elect(agent_etcd_t *ae, const char *lost_addr, const char *why)
     s_tick(ae->loop, 0, ae);
 }
 
+int agent_etcd_move(agent_etcd_t *ae, const char *me)
+{
+    char key[256], why[1024];
+    s_key(ae, key, sizeof key, "coordinator");
+    if (etcd_put(ae->etcd, key, me, ae->lease, why, sizeof why) < 0) {
+        log_error("etcd: cannot publish the coordinator's new address %s: %s", me, why);
+        return -1;
+    }
+    log_warn("the coordinator's port at %s was taken meanwhile: it serves at %s", ae->me, me);
+    snprintf(ae->me, sizeof ae->me, "%s", me);
+    snprintf(ae->coord, sizeof ae->coord, "%s", me);
+    return 0;
+}
+
 void agent_etcd_silent(agent_etcd_t *ae, const char *why)
 {
     if (!ae->electing && !ae->leader)

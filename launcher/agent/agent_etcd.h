@@ -39,6 +39,8 @@ int agent_etcd_host(const char *master, char *host, size_t cap);
 void agent_etcd_start(agent_etcd_t *ae, loop_t *loop, const struct agent_etcd_cb *cb);
 /* A new election after the coordinator at lost_addr was lost (its key counts as gone until it expires). */
 void agent_etcd_elect(agent_etcd_t *ae, const char *lost_addr, const char *why);
+/* A leader whose port was taken since it was published serves at me instead: the key says so. 0, or -1 (logged). */
+int agent_etcd_move(agent_etcd_t *ae, const char *me);
 /* The coordinator this node follows went silent (heartbeats): it is lost for this node whatever etcd says. */
 void agent_etcd_silent(agent_etcd_t *ae, const char *why);
 /* For a coordinator taking over: the job's durable state. 0, or -1 (none: a first generation). */

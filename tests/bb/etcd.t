@@ -8,8 +8,9 @@
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
-command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-    { echo "1..0 # SKIP no etcd/etcdctl (make deps installs etcd-server etcd-client)"; exit 0; }
+command -v etcd >/dev/null && command -v etcdctl >/dev/null && command -v openssl >/dev/null &&
+    command -v curl >/dev/null ||
+    { echo "1..0 # SKIP no etcd, etcdctl, openssl or curl (make deps installs them)"; exit 0; }
 plan 29
 
 NS="pe$$"; NS=${NS:0:8}; NET=80; N=4 # host 1 runs etcd, hosts 2-4 run plaunch
@@ -77,6 +78,17 @@ wait_for 3 "$T/prog.*" 60
 ok $? "a 3-node elastic job runs through etcd"
 coord=$(ectl get /plaunch/ej2/coordinator --print-value-only); victim=${coord%%:*}; victim=${victim##*.}
 ok $([ "$victim" -ge 2 ] && [ "$victim" -le 4 ]; echo $?) "  ... its coordinator is on host $victim ($coord)"
+# another program takes the coordinator's port on the other nodes: the next coordinator must publish another one
+busy=""
+for i in 2 3 4; do
+    [ "$i" = "$victim" ] && continue
+    ip netns exec "$NS$i" python3 -c 'import socket, time
+s = socket.socket(); s.bind(("0.0.0.0", 6170)); s.listen(); time.sleep(120)' &
+    busy="$busy $!"
+done
+portbusy() { for i in 2 3 4; do [ "$i" = "$victim" ] && continue
+    ip netns exec "$NS$i" ss -ltn | grep -q ':6170 ' || return 1; done; }
+until_ok 10 portbusy
 t_kill=$(date +%s.%N)
 kill_reap "$(cat "$T/pid.$victim")"
 prog_after() { cat "$T"/prog.* 2>/dev/null | awk -v t="$t_kill" '$1 >= 1 && $2 > t' | grep -q .; }
@@ -87,7 +99,9 @@ t_prog=$(cat "$T"/prog.* | awk -v t="$t_kill" '$1 >= 1 && $2 > t {print $2}' | s
 took=$(echo "$t_prog $t_kill" | awk '{printf "%.2f", $1 - $2}')
 echo "# kill -> next generation's first progress: $took s (heartbeat timeout 2 s; goal <= 4 s)"
 new=$(ectl get /plaunch/ej2/coordinator --print-value-only)
-ok $([ -n "$new" ] && [ "$new" != "$coord" ]; echo $?) "  ... a new coordinator holds the key ($new, was $coord)"
+ok $([ -n "$new" ] && [ "$new" != "$coord" ] && [ "${new##*:}" != 6170 ]; echo $?) \
+    "  ... a new coordinator holds the key ($new, was $coord; port 6170 was taken there)"
+kill_reap $busy
 like "$(ectl get --prefix /plaunch/ej2/incidents/ --print-value-only)" "the coordinator at $coord was lost" \
     "  ... and the takeover is recorded in etcd as an incident"
 touch "$T/go2"

@@ -341,7 +341,7 @@ int agent_mon_preflight(agent_mon_t *m, void (*done)(void *arg, int code), void 
 int agent_mon_gpu_procs(agent_mon_t *m, void (*done)(void *arg, const char *lines, int n, int ok), void *arg)
 {
     static const char *gpus[MON_TARGETS_MAX];
-    struct job *job = m ? m->job : NULL;
+    const struct job *job = m ? m->job : NULL;
     if (!m || !job->node.gpu_mode || !m->use_nvml || m->broken || m->preflight || m->procs || m->outstanding ||
         s_start_sampler(m) < 0)
         return 0;
