@@ -1,6 +1,6 @@
 /* agent_connect: how this node reaches its coordinator: in process (this node hosts it) or over a link; and with
  * --master etcd://, which node hosts it: the election's outcome, a takeover from the job's durable state when the
- * coordinator's node is lost, and the workers stopped meanwhile (docs/resilience-etcd.md). Below agent.c. */
+ * coordinator's node is lost, and the workers stopped meanwhile (docs/resilience.md, its etcd part). Below agent.c. */
 #include "agent_metrics.h"
 #include "agent_priv.h"
 

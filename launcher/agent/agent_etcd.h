@@ -1,7 +1,7 @@
 /* agent_etcd: this node's part in electing the job's coordinator through etcd (--master etcd://...): its lease
  * (kept alive from the loop), its membership key, the campaign for the coordinator's key, the watch on that key,
  * and the job's durable state (generation, restarts spent, incidents) that a coordinator taking over resumes
- * from. Calls up only through struct agent_etcd_cb. The keys are in docs/resilience-etcd.md. */
+ * from. Calls up only through struct agent_etcd_cb. The keys are in docs/resilience.md, its etcd part. */
 #ifndef PLAUNCH_AGENT_ETCD_H
 #define PLAUNCH_AGENT_ETCD_H
 

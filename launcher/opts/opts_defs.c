@@ -245,7 +245,7 @@ const struct optdef opts_defs[] = {
     { "master", NULL, NULL, 1, opts_net_set_master, "HOST:PORT|etcd://H:P,...",
       "Coordinator address; the node that owns HOST runs the coordinator. Needed when --nnodes > 1. "
       "etcd://H:P[,H:P...] (Paddle's): the nodes elect the coordinator through etcd, another node takes over "
-      "when its node dies (docs/resilience-etcd.md); every node needs --token or the job's certificates.",
+      "when its node dies (docs/resilience.md, its etcd part); every node needs --token or the job's certificates.",
       NULL, 0 },
     { "etcd-cacert", NULL, NULL, 1, opts_etcd_set_cacert, "FILE",
       "TLS to etcd: the CA that signed etcd's certificate (the endpoints become https://).", NULL, 0 },

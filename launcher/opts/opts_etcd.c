@@ -1,13 +1,13 @@
 /* opts_etcd: the coordinator's election through etcd as its anchors spell it: Paddle's --master etcd://H:P[,H:P],
  * torchrun's --rdzv-backend etcd|etcd-v2 with --rdzv-endpoint and its --rdzv-conf keys, and --etcd-cacert/-cert/-key
- * (TLS to etcd). The election itself is the agent's (docs/resilience-etcd.md). */
+ * (TLS to etcd). The election itself is the agent's (docs/resilience.md, its etcd part). */
 #include "opts_priv.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#define ETCD_MIN_HEARTBEAT_TIMEOUT_S 2 /* the lease's TTL is the heartbeat timeout (docs/resilience-etcd.md) */
+#define ETCD_MIN_HEARTBEAT_TIMEOUT_S 2 /* the lease's TTL is the heartbeat timeout (docs/resilience.md, its etcd part) */
 #define ETCD_DEFAULT_PORT 2379 /* torchrun's port of an etcd --rdzv-endpoint without one (and etcd's own) */
 
 int opts_is_etcd(const struct opts *o)
