@@ -49,18 +49,17 @@ HWLOC_LIBS  := $(shell pkg-config --libs hwloc 2>/dev/null)
 
 # ---- sources: every folder under common/, launcher/ and worker/ is one part --------------------
 PROTO_SRC   := $(shell find common -name '*.proto')
-PROTO_C     := $(addprefix $(B)/gen/,$(notdir $(PROTO_SRC:.proto=.pb-c.c)))
+PROTO_C     := $(addprefix $(B)/gen/,$(PROTO_SRC:.proto=.pb-c.c))
 PROTO_H     := $(PROTO_C:.c=.h)
 COMMON_SRC  := $(shell find common -name '*.c')
 LAUNCH_SRC  := $(shell find launcher -name '*.c')
 LIBPL_SRC   := $(wildcard worker/lib*.c)
 EXAMPLE_SRC := $(wildcard worker/examples/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
-SRC_DIRS    := $(sort $(patsubst %/,%,$(dir $(shell find common launcher -name '*.[ch]'))) worker)
 
 CFLAGS      ?= -O2 -g
 PL_CFLAGS   := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -fPIC $(SANFLAGS)
-PL_CPPFLAGS := -D_GNU_SOURCE -DPLAUNCH_VERSION=\"$(VERSION)\" $(addprefix -I,$(SRC_DIRS)) -I$(B)/gen $(PKG_CFLAGS)
+PL_CPPFLAGS := -D_GNU_SOURCE -DPLAUNCH_VERSION=\"$(VERSION)\" -I. -Iworker -I$(B)/gen $(PKG_CFLAGS)
 PL_LDFLAGS  := $(SANFLAGS)
 PL_LDLIBS   := $(PKG_LIBS) -ldl -lm
 COMPILE      = $(CC) $(PL_CPPFLAGS) $(CPPFLAGS) $(PL_CFLAGS) $(CFLAGS)
@@ -127,9 +126,10 @@ deps:
 # ---- rules ---------------------------------------------------------------------------------------
 # Generated sources are only prerequisites of pattern rules; without this make deletes them as intermediates.
 .SECONDARY: $(PROTO_C) $(PROTO_H)
-$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: $(PROTO_SRC)
+# Named by the schema's path (common/wire/wire.proto: "common/wire/wire.pb-c.h"), like every include.
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: %.proto
 	@mkdir -p $(B)/gen
-	protoc-c --proto_path=$(dir $(filter %/$*.proto,$(PROTO_SRC))) --c_out=$(B)/gen $(filter %/$*.proto,$(PROTO_SRC))
+	protoc-c --proto_path=. --c_out=$(B)/gen $<
 
 $(B)/obj/%.o: %.c $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -198,7 +198,7 @@ $(B)/tests/tools/%: tests/tools/%.c $(LAUNCH_A) $(COMMON_A) $(LIBPL_A)
 
 $(B)/tests/tools/pl_agentsim: $(AGENTSIM_SRC) $(wildcard tests/agentsim/*.h) $(LAUNCH_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(COMPILE) -Itests/agentsim $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(LAUNCH_A) $(COMMON_A) $(PL_LDLIBS) \
+	$(COMPILE) $(PL_LDFLAGS) $(LDFLAGS) -o $@ $(AGENTSIM_SRC) $(LAUNCH_A) $(COMMON_A) $(PL_LDLIBS) \
 	    $(HWLOC_LIBS) -lpthread
 
 # The stuck worker of stacks.t is unwound from outside: debug information and frame pointers, whatever CFLAGS says.

@@ -1,7 +1,7 @@
 /* console: plaunch's stdout and stderr, written without ever blocking the event loop: whole lines go out at once
  * while the reader keeps up, wait in a bounded queue while it lags, and are dropped (counted, and the gap
  * reported) while it does not read at all. The log files, not the console, are the record. */
-#include "console.h"
+#include "common/console.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 enum how {
     HOW_DISCARD,  /* not open: nothing to write to */

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 #define CONSOLE_QUEUE (256 * 1024) /* bytes waiting per stream before lines are dropped */
 

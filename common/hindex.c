@@ -1,6 +1,6 @@
 /* hindex: open addressing with linear probing over keyed hashes; a slot holds a hash and a value, the caller decides
  * what is stale. */
-#include "hindex.h"
+#include "common/hindex.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* idlist: comma-separated lists of non-negative ids and ascending ranges ("0,2-3"), used for GPUs and ranks. */
-#include "idlist.h"
+#include "common/idlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>

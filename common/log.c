@@ -1,9 +1,9 @@
 /* log: the launcher's own event log (plaunch.log) and its messages to the terminal. */
-#include "log.h"
+#include "common/log.h"
 
-#include "console.h"
-#include "ownfile.h"
-#include "util.h"
+#include "common/console.h"
+#include "common/ownfile.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

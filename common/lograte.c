@@ -1,11 +1,11 @@
 /* lograte: messages that can repeat without bound, logged at most once per interval with a count of the rest. */
-#include "lograte.h"
+#include "common/lograte.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 void lograte_init(struct lograte *r, unsigned seconds)
 {

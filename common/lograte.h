@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define LOGRATE_INTERVAL_S 10
 

@@ -1,6 +1,6 @@
 /* loop: the one event loop of a process: file descriptors and ZeroMQ sockets through zmq_poll, plus
  * one-shot deadlines. Handlers run on the loop's thread; a handler returning -1 stops the loop. */
-#include "loop.h"
+#include "common/loop.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* net: small socket helpers for the launcher: free TCP ports, local host name and addresses. */
-#include "net.h"
+#include "common/net.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,5 +1,5 @@
 /* optfile: files named by options, opened without blocking, refused unless regular, read within a bound. */
-#include "optfile.h"
+#include "common/optfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

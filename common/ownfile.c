@@ -1,6 +1,6 @@
 /* ownfile: files plaunch creates by name: opened without following links and proved to be this user's before
  * anything in them is truncated or written, or written under a random temporary name and renamed into place. */
-#include "ownfile.h"
+#include "common/ownfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

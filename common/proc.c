@@ -1,6 +1,6 @@
 /* proc: the registry of this process's children: each pid with its owner, deadlines, signals to proven children
  * only, and the one reaper (proc.h says how). */
-#include "proc.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 /* How a registered child ended. */
 struct proc_exit {

@@ -1,6 +1,6 @@
 /* resolve: one host name looked up (IPv4) on a detached thread; an eventfd says when the answer is there. The
  * owner and the thread each hold a reference, so either may finish first. */
-#include "resolve.h"
+#include "common/resolve.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

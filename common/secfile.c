@@ -1,5 +1,5 @@
 /* secfile: small secret files (private keys, tokens) read only when owner-only, written with an exact mode. */
-#include "secfile.h"
+#include "common/secfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "optfile.h"
-#include "ownfile.h"
-#include "util.h"
+#include "common/optfile.h"
+#include "common/ownfile.h"
+#include "common/util.h"
 
 int secfile_read(const char *path, const char *what, char *buf, size_t cap, size_t *len, char *err, size_t errlen)
 {

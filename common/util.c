@@ -1,5 +1,5 @@
 /* util: whole writes to a descriptor, a lookup in an envp array, wait status to exit code, small text files. */
-#include "util.h"
+#include "common/util.h"
 
 #include <sys/wait.h>
 

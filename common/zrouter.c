@@ -1,5 +1,5 @@
 /* zrouter: one message off a ZeroMQ ROUTER socket without blocking: the sender's routing id and one body frame. */
-#include "zrouter.h"
+#include "common/zrouter.h"
 
 int zrouter_recv(void *sock, zmq_msg_t *rid, zmq_msg_t *body)
 {

@@ -13,13 +13,13 @@ cc="${FUZZ_CC:-clang}"
 mkdir -p "$dir/gen" "$dir/seeds" "$dir/corpus" "$dir/crashes"
 
 # Generated into $dir so that the fuzz build never mixes with make's (gcc, maybe SAN) objects.
-if [ ! -e "$dir/gen/wire.pb-c.c" ] || [ common/wire/wire.proto -nt "$dir/gen/wire.pb-c.c" ]; then
-    protoc-c --proto_path=common/wire --c_out="$dir/gen" common/wire/wire.proto
+if [ ! -e "$dir/gen/common/wire/wire.pb-c.c" ] || [ common/wire/wire.proto -nt "$dir/gen/common/wire/wire.pb-c.c" ]; then
+    protoc-c --proto_path=. --c_out="$dir/gen" common/wire/wire.proto
 fi
 srcs=(common/wire/wire.c common/wire/wire_check.c common/wire/wire_rules.c common/wire/wire_names.c
-      common/wire/wire_peer.c "$dir/gen/wire.pb-c.c")
+      common/wire/wire_peer.c "$dir/gen/common/wire/wire.pb-c.c")
 flags=(-g -O1 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
-       -DPLAUNCH_VERSION="\"$(cat VERSION)\"" -Icommon -Icommon/wire -I"$dir/gen" -Itests/unit)
+       -DPLAUNCH_VERSION="\"$(cat VERSION)\"" -I. -I"$dir/gen")
 "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -o "$dir/fuzz_wire" tests/fuzz/fuzz_wire.c "${srcs[@]}" -lprotobuf-c
 "$cc" "${flags[@]}" -o "$dir/seed_wire" tests/fuzz/seed_wire.c "${srcs[@]}" -lprotobuf-c

@@ -1,6 +1,6 @@
 /* libplaunch: the worker side of plaunch: ranks from the environment, NCCL ids and barriers through the local
  * agent over ipc:// (one ZeroMQ DEALER per handle; every call has a timeout). */
-#include "plaunch.h"
+#include "worker/plaunch.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "ownfile.h"
-#include "wire.h"
+#include "common/ownfile.h"
+#include "common/wire/wire.h"
 
 #define PL_DEFAULT_TIMEOUT_MS 600000 /* NCCL id waits for rank 0 to start: generous, but never forever */
 #define PL_VERDICT_MARGIN_MS 2000     /* a barrier waits this much past its timeout for the coordinator's verdict */

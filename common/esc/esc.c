@@ -1,5 +1,5 @@
 /* esc: one escaper for terminals and one for HTML, for every untrusted byte plaunch shows. */
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* etcd: the etcd v3 JSON gateway through libcurl loaded with dlopen; every call bounded by ETCD_CALL_MS. */
-#include "etcd.h"
+#include "common/etcd/etcd.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>

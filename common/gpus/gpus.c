@@ -1,7 +1,7 @@
 /* gpus: GPU list parsing ("0,1,2,3", "0-3", "all") and GPU discovery through the CUDA libraries at run time. */
-#include "gpus.h"
-#include "idlist.h"
-#include "proc.h"
+#include "common/gpus/gpus.h"
+#include "common/idlist.h"
+#include "common/proc.h"
 
 #include <dlfcn.h>
 #include <errno.h>

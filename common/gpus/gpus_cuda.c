@@ -1,6 +1,6 @@
 /* gpus_cuda: CUDA versions: whether a runtime can run on a driver (the probe and the node preflight share the rule),
  * and the runtime a worker would load from its LD_LIBRARY_PATH, read from the library's file name. */
-#include "gpus.h"
+#include "common/gpus/gpus.h"
 
 #include <dirent.h>
 #include <limits.h>

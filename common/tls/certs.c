@@ -1,8 +1,8 @@
 /* certs: the private job CA and node certificates (plaunch certs), made and loaded with the OpenSSL API. */
-#include "certs.h"
+#include "common/tls/certs.h"
 
-#include "optfile.h"
-#include "secfile.h"
+#include "common/optfile.h"
+#include "common/secfile.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

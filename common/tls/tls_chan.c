@@ -1,5 +1,5 @@
 /* tls_chan: one TLS 1.3 session over message frames: memory BIOs in and out, length-prefixed messages inside. */
-#include "tls_priv.h"
+#include "common/tls/tls_priv.h"
 
 #include <arpa/inet.h>
 #include <assert.h>

@@ -1,8 +1,8 @@
 /* tls_ctx: TLS 1.3 credentials for the control plane: mutual TLS with the job CA, or an external PSK token. */
-#include "tls_priv.h"
+#include "common/tls/tls_priv.h"
 
-#include "certs.h"
-#include "log.h"
+#include "common/tls/certs.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* tls_diag: why a TLS channel failed, in words: OpenSSL's error queue, alerts and certificate checks mapped to
  * messages that name the reason and what to do about it. */
-#include "tls_priv.h"
+#include "common/tls/tls_priv.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_TLS_PRIV_H
 #define PLAUNCH_TLS_PRIV_H
 
-#include "tls_chan.h"
+#include "common/tls/tls_chan.h"
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* tls_token: the shared secret of PSK mode: parsed from hex, read from an owner-only file, or freshly made. */
-#include "tls_chan.h"
+#include "common/tls/tls_chan.h"
 
-#include "optfile.h"
-#include "secfile.h"
+#include "common/optfile.h"
+#include "common/secfile.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* heartbeat: the tick, send and silence rule of heartbeats (heartbeat.h), and the HEARTBEAT message. */
-#include "heartbeat.h"
+#include "common/wire/heartbeat.h"
 
 void heartbeat_init(struct heartbeat *hb, double interval_s, double timeout_s)
 {

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 struct heartbeat {
     uint64_t interval_ns, timeout_ns;

@@ -1,5 +1,5 @@
 /* wire: packs and unpacks control-plane envelopes; every decoded message passes wire_check before anyone sees it. */
-#include "wire_priv.h"
+#include "common/wire/wire_priv.h"
 
 #include <assert.h>
 #include <inttypes.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.pb-c.h"
+#include "common/wire/wire.pb-c.h"
 
 #define WIRE_PROTOCOL_VERSION 5u
 

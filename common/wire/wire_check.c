@@ -1,6 +1,6 @@
 /* wire_check: the wire table (the bound of every field of every message) and the walk that checks a message's own
  * fields against it; the rules between fields and of whole messages are wire_rules.c's, above it. */
-#include "wire_priv.h"
+#include "common/wire/wire_priv.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

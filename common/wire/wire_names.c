@@ -1,5 +1,5 @@
 /* wire_names: the message-type names and the error formatter that the rest of the wire module builds on. */
-#include "wire_priv.h"
+#include "common/wire/wire_priv.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* wire_peer: does a message's sender speak this protocol version and run this job? The error names both sides and
  * the one to upgrade, so that the same text reads right in both logs. Calls only wire_names.c's wire_fail. */
-#include "wire_priv.h"
+#include "common/wire/wire_priv.h"
 
 #include <inttypes.h>
 #include <stdio.h>

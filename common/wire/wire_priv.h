@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_WIRE_PRIV_H
 #define PLAUNCH_WIRE_PRIV_H
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 /* Halves of wire_check used by wire_decode (wire_rules.c): the envelope's own fields; the body against `allowed`. */
 int wire_check_envelope(const wire_msg_t *msg, char *err, size_t errlen);

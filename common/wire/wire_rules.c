@@ -1,7 +1,7 @@
 /* wire_rules: the rules of whole messages and wire_check() itself: the counts and sums between fields (JOIN,
  * ASSIGN), RELAYED's items and REPORT's kinds, each message's own fields checked against the wire table first
  * (wire_check.c); names and the error formatter: wire_names.c; the peer's version and job: wire_peer.c. */
-#include "wire_priv.h"
+#include "common/wire/wire_priv.h"
 
 #include <inttypes.h>
 #include <stdio.h>

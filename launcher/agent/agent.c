@@ -1,8 +1,8 @@
 /* agent: the node agent of every job: joins the coordinator (remote over TLS, or in process on the
  * coordinator's node), starts the generations it is assigned, reports failures, obeys STOP and BYE, and
  * keeps heartbeats both ways so that losing the coordinator stops the workers. */
-#include "agent_metrics.h"
-#include "agent_priv.h"
+#include "launcher/agent/agent_metrics.h"
+#include "launcher/agent/agent_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,16 +15,16 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "console.h"
-#include "coord_server.h"
-#include "creds.h"
-#include "errfile.h"
-#include "jobsetup.h"
-#include "link.h"
-#include "log.h"
-#include "net.h"
-#include "output.h"
-#include "resolve.h"
+#include "common/console.h"
+#include "launcher/coord/coord_server.h"
+#include "launcher/agent/creds.h"
+#include "launcher/supervisor/errfile.h"
+#include "launcher/job/jobsetup.h"
+#include "launcher/agent/link.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "launcher/supervisor/output.h"
+#include "common/resolve.h"
 
 /* The coordinator's address is known (a number, or a name that resolved): whether this node hosts it, the
  * address it advertises, its TLS credentials. 0, or -1 with a message (the caller exits 2). */

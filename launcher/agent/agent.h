@@ -3,9 +3,9 @@
 #ifndef PLAUNCH_AGENT_H
 #define PLAUNCH_AGENT_H
 
-#include "job.h"
-#include "mon_thresh.h"
-#include "supervise.h"
+#include "launcher/job/job.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
+#include "launcher/supervisor/supervise.h"
 
 typedef struct agent agent_t;
 

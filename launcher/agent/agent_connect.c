@@ -1,8 +1,8 @@
 /* agent_connect: how this node reaches its coordinator: in process (this node hosts it) or over a link; and with
  * --master etcd://, which node hosts it: the election's outcome, a takeover from the job's durable state when the
  * coordinator's node is lost, and the workers stopped meanwhile (docs/resilience.md, its etcd part). Below agent.c. */
-#include "agent_metrics.h"
-#include "agent_priv.h"
+#include "launcher/agent/agent_metrics.h"
+#include "launcher/agent/agent_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "creds.h"
-#include "log.h"
-#include "net.h"
+#include "launcher/agent/creds.h"
+#include "common/log.h"
+#include "common/net.h"
 
 static void s_link_msg(void *arg, const wire_msg_t *m)
 {

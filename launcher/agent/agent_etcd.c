@@ -1,7 +1,7 @@
 /* agent_etcd: the coordinator's election through etcd: this node's lease and membership, the campaign, the watch on
  * the coordinator's key, the job's durable state. Every etcd call blocks the loop at most ETCD_CALL_MS (1 s): less
  * than the shortest --heartbeat-timeout (2 s), so no heartbeat deadline passes while a call waits. */
-#include "agent_etcd.h"
+#include "launcher/agent/agent_etcd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include <jansson.h>
 
-#include "etcd.h"
-#include "log.h"
+#include "common/etcd/etcd.h"
+#include "common/log.h"
 
 #define AE_WATCH_MS 500    /* how often a follower reads the coordinator's key */
 #define AE_ELECT_MS 100    /* how often a campaign is tried again while the old key has not expired */

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "job.h"
-#include "loop.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
 
 typedef struct agent_etcd agent_etcd_t;
 

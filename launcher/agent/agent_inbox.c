@@ -1,18 +1,18 @@
 /* agent_inbox: how this node's agent takes the coordinator's messages: HELLO, ASSIGN (a generation's ranks),
  * STOP, answers for workers, reports (stacks requests, the Health block, the root cause) and the final BYE. */
-#include "agent_priv.h"
+#include "launcher/agent/agent_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "esc.h"
-#include "console.h"
-#include "jobsetup.h"
-#include "log.h"
-#include "net.h"
-#include "output.h"
+#include "common/esc/esc.h"
+#include "common/console.h"
+#include "launcher/job/jobsetup.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "launcher/supervisor/output.h"
 
 #define AI_DRAIN_TICK_MS 20
 #define AI_DRAIN_MS 5000 /* the longest a relay waits after the BYE for its nodes to close their sessions */

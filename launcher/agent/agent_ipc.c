@@ -1,15 +1,15 @@
 /* agent_ipc: the node agent's ipc:// endpoint for libplaunch workers: takes their NCCL id and barrier
  * requests up to the coordinator and hands each answer or refusal back to the workers waiting for it. */
-#include "agent_ipc.h"
+#include "launcher/agent/agent_ipc.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "zrouter.h"
-#include "lograte.h"
+#include "common/log.h"
+#include "common/zrouter.h"
+#include "common/lograte.h"
 
 #define IPC_MAX_ROUTING_ID 256
 

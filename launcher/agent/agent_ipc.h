@@ -3,8 +3,8 @@
 #ifndef PLAUNCH_AGENT_IPC_H
 #define PLAUNCH_AGENT_IPC_H
 
-#include "loop.h"
-#include "wire.h"
+#include "common/loop.h"
+#include "common/wire/wire.h"
 
 typedef struct agent_ipc agent_ipc_t;
 /* Forwards a checked worker request towards the coordinator; 0 or -1 (the worker is refused at once). Called with

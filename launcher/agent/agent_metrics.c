@@ -1,13 +1,13 @@
 /* agent_metrics: what this node's /metrics shows (agent_metrics.h says what; docs/metrics.md lists it). */
-#include "agent_metrics.h"
+#include "launcher/agent/agent_metrics.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent_priv.h"
-#include "log.h"
-#include "metrics.h"
+#include "launcher/agent/agent_priv.h"
+#include "common/log.h"
+#include "launcher/metrics/metrics.h"
 
 #define MIB 1048576.0
 

@@ -5,7 +5,7 @@
 #ifndef PLAUNCH_AGENT_METRICS_H
 #define PLAUNCH_AGENT_METRICS_H
 
-#include "goodput.h"
+#include "launcher/goodput/goodput.h"
 
 typedef struct agent agent_t;
 

@@ -2,7 +2,7 @@
  * Health block; strict ends the node with 2) and a restart's JOIN held back, bounded, until the memory cgroup was
  * checked and the last generation's processes released the GPUs' memory (NVML's process list, through the
  * monitor's sampler). A floor between agent.c/agent_inbox.c and agent_proto.c. */
-#include "agent_priv.h"
+#include "launcher/agent/agent_priv.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "esc.h"
-#include "log.h"
-#include "util.h"
+#include "common/esc/esc.h"
+#include "common/log.h"
+#include "common/util.h"
 
 #define GW_POLL_MS 200     /* between two looks at the GPUs' processes */
 #define GW_PROCS_MAX 1024  /* processes read from one answer */

@@ -6,22 +6,22 @@
 
 #include <stdint.h>
 
-#include "agent.h"
-#include "agent_hang.h"
-#include "agent_ipc.h"
-#include "agent_mon.h"
-#include "agent_node.h"
-#include "agent_etcd.h"
-#include "agent_relay.h"
-#include "agent_stacks.h"
-#include "coord_server.h"
-#include "heartbeat.h"
-#include "link.h"
-#include "loop.h"
-#include "preflight.h"
-#include "resolve.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "launcher/agent/agent.h"
+#include "launcher/agent/watch/agent_hang.h"
+#include "launcher/agent/agent_ipc.h"
+#include "launcher/agent/watch/agent_mon.h"
+#include "launcher/agent/watch/agent_node.h"
+#include "launcher/agent/agent_etcd.h"
+#include "launcher/agent/agent_relay.h"
+#include "launcher/agent/watch/agent_stacks.h"
+#include "launcher/coord/coord_server.h"
+#include "common/wire/heartbeat.h"
+#include "launcher/agent/link.h"
+#include "common/loop.h"
+#include "launcher/preflight/preflight.h"
+#include "common/resolve.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 /* How often a node that waits for its coordinator (its name, its answer) says so. */
 #define AGENT_SAY_NS 5000000000ull

@@ -1,6 +1,6 @@
 /* agent_proto: what this node's agent says to the coordinator (JOIN, heartbeats, worker requests, BYE) and how it
  * takes the coordinator's messages (HELLO, ASSIGN, STOP, answers for workers, BYE), with a deadline per state. */
-#include "agent_priv.h"
+#include "launcher/agent/agent_priv.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "net.h"
+#include "common/log.h"
+#include "common/net.h"
 
 #define AP_END_WAIT_MS 3000 /* the longest a stop signal after this node's BYE waits for the job's end */
 

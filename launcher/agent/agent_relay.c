@@ -1,18 +1,18 @@
 /* agent_relay: an agent that the coordinator asked to relay (RELAY_START): its relay (launcher/relay/) on the
  * agent's loop and address, with the agent's own credentials, its RELAY_READY, and RELAYED both ways. Below
  * agent_proto.c; calls only link.c, creds.c and launcher/relay/. */
-#include "agent_relay.h"
+#include "launcher/agent/agent_relay.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent_priv.h"
-#include "creds.h"
-#include "joblayout.h"
-#include "link.h"
-#include "log.h"
-#include "relay.h"
+#include "launcher/agent/agent_priv.h"
+#include "launcher/agent/creds.h"
+#include "launcher/job/joblayout.h"
+#include "launcher/agent/link.h"
+#include "common/log.h"
+#include "launcher/relay/relay.h"
 
 /* How long a node waits for its relay before it joins the coordinator directly: relays start with the job, so a
  * few seconds, at least twice the heartbeat timeout, never more than a third of --rdzv-timeout. */

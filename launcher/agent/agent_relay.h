@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_AGENT_RELAY_H
 #define PLAUNCH_AGENT_RELAY_H
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 typedef struct agent agent_t;
 

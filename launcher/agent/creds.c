@@ -1,6 +1,6 @@
 /* creds: the control plane's credentials and addresses for a multi-node job: which TLS mode (job CA, token,
  * or --insecure), whether this node owns the --master address, and the address it advertises. */
-#include "creds.h"
+#include "launcher/agent/creds.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "sched_detect.h"
+#include "common/log.h"
+#include "launcher/sched/sched_detect.h"
 
 int creds_split_master(const char *master, char *host, size_t hostcap, int *port, char *err, size_t errlen)
 {

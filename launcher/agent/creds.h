@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 
-#include "opts.h"
-#include "tls_chan.h"
+#include "launcher/opts/opts.h"
+#include "common/tls/tls_chan.h"
 
 /* Splits --master's HOST:PORT (checked by the option layer); 0, or -1 with a message (IPv6). */
 int creds_split_master(const char *master, char *host, size_t hostcap, int *port, char *err, size_t errlen);

@@ -5,7 +5,7 @@
  * A coordinator of many nodes may answer the ClientHello with a plaintext REDIRECT to a relay: the session is then
  * opened there (same credentials); when that one fails, the next goes back to the coordinator, asking to be served
  * directly. */
-#include "link.h"
+#include "launcher/agent/link.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,8 +14,8 @@
 #include <openssl/rand.h>
 #include <zmq.h>
 
-#include "conn_guard.h"
-#include "log.h"
+#include "launcher/conn/conn_guard.h"
+#include "common/log.h"
 
 /* A peer that took our connection has this long to answer our ClientHello (a coordinator closes a connection that
  * has not authenticated after CONN_AUTH_MS; one that holds it longer and says nothing is no plaunch coordinator). */

@@ -3,9 +3,9 @@
 #ifndef PLAUNCH_LINK_H
 #define PLAUNCH_LINK_H
 
-#include "loop.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "common/loop.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 typedef struct link link_t;
 

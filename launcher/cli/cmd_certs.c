@@ -1,6 +1,6 @@
 /* cmd_certs: the `plaunch certs` subcommand: create a private job CA and issue node certificates. */
-#include "certs.h"
-#include "log.h"
+#include "common/tls/certs.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #define MAX_IPS 16
 
-#include "cmd_certs.h"
+#include "launcher/cli/cmd_certs.h"
 
 static const char s_usage[] =
     "Usage: plaunch certs init DIR [--days N] [--force]\n"

@@ -1,6 +1,6 @@
 /* cmd_report: `plaunch report LOGDIR`: reads a finished or running job's monitor files and logs, prints the per-rank
  * table, the findings and the root cause, and writes the JSON (schema: mon_report_out.h) and HTML reports. */
-#include "cmd_report.h"
+#include "launcher/cli/cmd_report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mon_html.h"
-#include "mon_report.h"
-#include "mon_report_out.h"
-#include "mon_thresh.h"
-#include "ownfile.h"
+#include "launcher/monitor/report/mon_html.h"
+#include "launcher/monitor/report/mon_report.h"
+#include "launcher/monitor/report/mon_report_out.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
+#include "common/ownfile.h"
 
 static const char S_USAGE[] =
     "usage: plaunch report LOGDIR [--json FILE] [--html FILE] [--monitor-config FILE]\n"

@@ -1,7 +1,7 @@
 /* cmd_status: `plaunch status` (the job as it is now, once) and `plaunch top` (the same, refreshed on the terminal
  * until q): from LOG_DIR/status.json, which the coordinator rewrites once a second, or from the coordinator itself
  * (--master HOST:PORT, the job's credentials). Both print through the goodput model's status text. */
-#include "cmd_status.h"
+#include "launcher/cli/cmd_status.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "goodput.h"
-#include "opts.h"
-#include "status_ask.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/opts/opts.h"
+#include "launcher/cli/status_ask.h"
 
 static const char S_USAGE[] =
     "usage: plaunch status [LOG_DIR | --master HOST:PORT] [--json] [CREDENTIALS] [--timeout SECONDS]\n"

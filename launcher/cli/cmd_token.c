@@ -1,14 +1,14 @@
 /* cmd_token: `plaunch token [FILE]`: a fresh random token for TLS 1.3 PSK mode, printed for
  * `export PLAUNCH_TOKEN=$(plaunch token)` in a batch script, or written owner-only to FILE for --token-file. */
-#include "cmd_token.h"
+#include "launcher/cli/cmd_token.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
-#include "secfile.h"
-#include "tls_chan.h"
+#include "common/secfile.h"
+#include "common/tls/tls_chan.h"
 
 static const char s_usage[] =
     "Usage: plaunch token [FILE]\n"

@@ -1,7 +1,7 @@
 /* status_ask: `plaunch status --master HOST:PORT`: one STATUS_REQUEST to the coordinator on a TLS session with the
  * job's credentials, as an agent would open one (but asking to be served directly, never by a relay), and its
  * STATUS_ANSWER; every wait bounded by one deadline. */
-#include "status_ask.h"
+#include "launcher/cli/status_ask.h"
 
 #include <errno.h>
 #include <openssl/rand.h>
@@ -11,11 +11,11 @@
 #include <time.h>
 #include <zmq.h>
 
-#include "creds.h"
-#include "goodput.h"
-#include "link.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "launcher/agent/creds.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/agent/link.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 struct ask {
     void *sock;

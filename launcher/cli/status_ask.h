@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "opts.h"
+#include "launcher/opts/opts.h"
 
 /* master "HOST:PORT"; o: only its credentials (token, token_file, tls_dir, insecure) are read. The answer's document
  * (malloc'ed, NUL-terminated, *len bytes), or NULL with a message; never waits longer than timeout_ms. */

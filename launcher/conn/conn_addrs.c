@@ -1,6 +1,6 @@
 /* conn_addrs: connections grouped by remote address: an open-addressing table of addresses, each with a count and
  * a list of its descriptors in the order they joined. */
-#include "conn_addrs.h"
+#include "launcher/conn/conn_addrs.h"
 
 #include <stdint.h>
 #include <stdlib.h>

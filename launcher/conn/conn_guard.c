@@ -1,6 +1,6 @@
 /* conn_guard: the coordinator's table of accepted connections, with caps and deadlines for those that have not
  * authenticated, and a safe way to close one that libzmq owns. */
-#include "conn_guard.h"
+#include "launcher/conn/conn_guard.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "conn_addrs.h"
+#include "launcher/conn/conn_addrs.h"
 
 #define CG_EVICT_ON_EMFILE 16 /* connections closed at once when accept(2) runs out of descriptors */
 #define CG_STALL_SCAN 256     /* over the total cap, the oldest this many are looked at for a stalled one */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 enum conn_state {
     CONN_FREE,    /* nothing known on this descriptor */

@@ -1,5 +1,5 @@
 /* conn_reader: one read loop for the ROUTERs of the coordinator and the relays (conn_reader.h says the order). */
-#include "conn_reader.h"
+#include "launcher/conn/conn_reader.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "conn_router.h"
-#include "conn_session.h"
-#include "tls_chan.h"
-#include "zrouter.h"
+#include "launcher/conn/conn_router.h"
+#include "launcher/conn/conn_session.h"
+#include "common/tls/tls_chan.h"
+#include "common/zrouter.h"
 
 struct gone {
     int fd, zmtp_failed;

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "conn_guard.h"
-#include "loop.h"
+#include "launcher/conn/conn_guard.h"
+#include "common/loop.h"
 
 #define CONN_READER_BUDGET 1024 /* frames a round: the loop's other handlers run between rounds */
 #define CONN_READER_GONE_MAX 64 /* closes held back until the ROUTER is read; more are taken in at once */

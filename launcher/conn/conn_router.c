@@ -1,13 +1,13 @@
 /* conn_router: what a ROUTER that takes unauthenticated peers (the coordinator's, a relay's) says and hears besides
  * its sessions' messages: its socket monitor's events, the plaintext refusal of a client without TLS, and the
  * frames of a session's TLS records. */
-#include "conn_router.h"
+#include "launcher/conn/conn_router.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <zmq.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 int conn_router_event(void *monitor, uint16_t *event, uint32_t *value)
 {

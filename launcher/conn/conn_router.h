@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tls_chan.h"
+#include "common/tls/tls_chan.h"
 
 /* The next event of a socket monitor (a PAIR), without waiting: 1 and *event, *value (a descriptor, an errno), or
  * 0 when none is pending. */

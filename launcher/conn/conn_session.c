@@ -1,15 +1,15 @@
 /* conn_session: the server side of TLS sessions over a ROUTER that takes unauthenticated peers: the rules for a
  * frame without a session, a session's frames and its handshake, and the sessions by routing id. */
-#include "conn_session.h"
+#include "launcher/conn/conn_session.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn_router.h"
-#include "hindex.h"
-#include "wire.h"
+#include "launcher/conn/conn_router.h"
+#include "common/hindex.h"
+#include "common/wire/wire.h"
 
 /* Warnings about peers that never authenticated: counted and summed up (peerlog), never one line per frame. */
 static const struct peerlog_kind PL_NOT_TLS = { "refused", "connection", "connections",

@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conn_guard.h"
-#include "peerlog.h"
-#include "tls_chan.h"
+#include "launcher/conn/conn_guard.h"
+#include "launcher/conn/peerlog.h"
+#include "common/tls/tls_chan.h"
 
 #define CONN_MAX_RID 256 /* longest routing id kept; a frame with a longer one is not read */
 

@@ -1,6 +1,6 @@
 /* peerlog: bounded warnings about unauthenticated peers: a few detailed lines, then one summary per kind and
  * address each interval. */
-#include "peerlog.h"
+#include "launcher/conn/peerlog.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define RL_KINDS 16 /* kinds of "other addresses" totals */
 

@@ -7,7 +7,7 @@
 #ifndef PLAUNCH_PEERLOG_H
 #define PLAUNCH_PEERLOG_H
 
-#include "loop.h"
+#include "common/loop.h"
 
 /* A kind of event: "<verb> <count> <noun> from <addr> in the last N s: <why>". Static storage: the pointer is the
  * key. */

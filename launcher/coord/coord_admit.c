@@ -3,7 +3,7 @@
  * opened 44,951 sessions and formed in 17.8 s; docs/design.md). Bounded: at most one waiting frame per
  * unauthenticated connection (its conn_guard tag says it waits), each of at most CS_ADMIT_FRAME bytes, and each
  * connection's deadline still runs. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,15 +1,15 @@
 /* coord_assign: the world of a generation: the coordinator's state, who is a member, when the world is complete
  * (every live member back; MAX nodes, or MIN after a last call), deterministic node ranks, the ASSIGN to each and
  * the census of sessions as it starts (docs/design.md, "The fan-out tree"). */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "joblayout.h"
-#include "log.h"
+#include "launcher/job/joblayout.h"
+#include "common/log.h"
 
 static const char *s_state_names[] = { "rendezvous", "running", "restarting", "ending", "done" };
 

@@ -2,7 +2,7 @@
  * and closed descriptors, failed ZeroMQ handshakes, accept failures) feeding conn_guard, bounded warnings about what the guard refused or
  * closed, the plaintext refusal of a client without TLS, and the short grace of a member whose connection closed
  * (an agent that died is lost at once, one that restarts its session is not). */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 #include <zmq.h>
 
-#include "joblayout.h"
-#include "log.h"
+#include "launcher/job/joblayout.h"
+#include "common/log.h"
 
 static const struct peerlog_kind PL_NOT_ZMQ = { "refused", "connection", "connections", "not ZeroMQ peers" };
 static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",

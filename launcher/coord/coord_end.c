@@ -1,6 +1,6 @@
 /* coord_end: how a multi-node job's generations end: worker failures (restart or end), lost nodes, stop
  * signals, rendezvous deadlines, and the end of the job for everyone (root-cause summary, BYE). */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "esc.h"
-#include "log.h"
+#include "common/esc/esc.h"
+#include "common/log.h"
 
 void coord_end_stop_all(coord_server_t *cs, int reason, int sig, const char *text)
 {

@@ -2,7 +2,7 @@
  * the verdict "hung" (no rank progressed for --hang-timeout, or one rank's step stood still that long while others
  * went on), every rank's stacks gathered from every node with a deadline, hang.GENERATION.txt, the root cause and
  * --on-hang; and the step-rate stragglers, named live and in the Health block. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hang_report.h"
-#include "log.h"
-#include "ownfile.h"
+#include "launcher/hang/hang_report.h"
+#include "common/log.h"
+#include "common/ownfile.h"
 
 /* The stacks of one rank as its agent sent them (REPORT STACKS); the agents' collection deadline, and ours. */
 #define HANG_STACKS_MAX (64u << 10)

@@ -3,10 +3,10 @@
 #ifndef PLAUNCH_COORD_HANG_H
 #define PLAUNCH_COORD_HANG_H
 
-#include "coord_server.h"
-#include "goodput.h"
-#include "mon_diag.h"
-#include "wire.h"
+#include "launcher/coord/coord_server.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
+#include "common/wire/wire.h"
 
 /* coord_health.c: the job's health (below coord_world.c and coord_end.c; calls only launcher/monitor/) */
 /* Every rank's health summary as its node last sent it (REPORT HEALTH), by global rank. */

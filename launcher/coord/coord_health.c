@@ -1,7 +1,7 @@
 /* coord_health: the job's health on the coordinator: every node's rank summaries (REPORT HEALTH, checked as a
  * peer's bytes), and at the job's end the findings across all of them and the Health block; and the goodput model's
  * feed of what only nodes know (REPORT NODE_STATE), status.json once a second, the ledger and the Goodput block. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "esc.h"
-#include "log.h"
-#include "loop.h"
-#include "mon_json.h"
+#include "common/console.h"
+#include "common/esc/esc.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "launcher/monitor/diagnosis/mon_json.h"
 
 /* The place of rank's summary in cs->health.sum, or -1 (an index by rank: a scan per rank made 65,536 ranks' reports
  * cost billions of comparisons). */

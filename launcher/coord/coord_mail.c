@@ -1,12 +1,12 @@
 /* coord_mail: the in-process agent's mail, both ways: encoded messages queued and delivered from the loop by a
  * zero-delay timer, so that neither side's handler ever runs inside the other's (docs/design.md, "One code path for
  * one node or many"). Below coord_transport.c; calls up only through cs->local and cs->tr.ev. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static int s_on_mail(loop_t *loop, int id, void *arg);
 

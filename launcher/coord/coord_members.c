@@ -2,7 +2,7 @@
  * 16,384 nodes as at 2: members per generation they joined for, members by identity (host, pid, address: a node
  * that comes back on a new session), members by requested node rank. Scanning every peer on each JOIN made the
  * rendezvous quadratic (docs/design.md, "The coordinator at scale"). */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

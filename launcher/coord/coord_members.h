@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "coord_server.h"
-#include "hindex.h"
+#include "launcher/coord/coord_server.h"
+#include "common/hindex.h"
 
 #define CM_GENS 4                   /* generations with members at once: the current, the next, stragglers */
 struct cm_joined {

@@ -1,13 +1,13 @@
 /* coord_peers: the coordinator's sessions, one per ROUTER routing id (or behind a relay: coord_via.c): created,
  * freed, detached from a member whose session broke, and moved to a member that rejoined on a new connection. They
  * are found by routing id and served by launcher/conn/conn_session.c (the connection's tag, then its index). */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 int coord_peers_new(coord_server_t *cs, const unsigned char *rid, size_t len, int fd)
 {

@@ -6,10 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conn_session.h"
-#include "coord_server.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "launcher/conn/conn_session.h"
+#include "launcher/coord/coord_server.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 /* A member whose connection closed is lost unless it is back (or at least reconnecting) within this: long enough
  * for an agent that restarts its session, short enough that a killed agent's node is replaced at once. */

@@ -14,15 +14,15 @@
 #ifndef PLAUNCH_COORD_PRIV_H
 #define PLAUNCH_COORD_PRIV_H
 
-#include "coord_services.h"
-#include "coord_hang.h"
-#include "coord_members.h"
-#include "coord_peers.h"
-#include "coord_server.h"
-#include "coord_transport.h"
-#include "coord_tree.h"
-#include "coord_verdict.h"
-#include "hindex.h"
+#include "launcher/coord/services/coord_services.h"
+#include "launcher/coord/coord_hang.h"
+#include "launcher/coord/coord_members.h"
+#include "launcher/coord/coord_peers.h"
+#include "launcher/coord/coord_server.h"
+#include "launcher/coord/coord_transport.h"
+#include "launcher/coord/coord_tree.h"
+#include "launcher/coord/verdict/coord_verdict.h"
+#include "common/hindex.h"
 
 /* How often a rendezvous that waits says who joined. */
 #define CS_SAY_NS 5000000000ull

@@ -2,15 +2,15 @@
  * (RELAY_START), later newcomers are sent to the least loaded ready relay (REDIRECT), and what relays carry up
  * (RELAYED: their nodes' sessions opening and ending, their messages, their silence) reaches the membership logic
  * as if those nodes had their own sessions. Calls up only through cs->tr.ev. docs/design.md, "The fan-out tree". */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
-#include "joblayout.h"
-#include "log.h"
+#include "launcher/job/joblayout.h"
+#include "common/log.h"
 
 /* A ZeroMQ routing id that starts with this asks to be served directly: a relay's own session, and a node whose
  * relay failed it (common to link.c; routing ids that libzmq makes start with a zero byte). */

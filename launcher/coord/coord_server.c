@@ -1,6 +1,6 @@
 /* coord_server: the coordinator's public face (coord_server.h): it builds the transport with handlers into the
  * floors above it (membership, endings), so that the transport never calls them by name. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static void s_fatal(coord_server_t *cs, const char *text)
 {

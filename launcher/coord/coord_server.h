@@ -4,12 +4,12 @@
 #ifndef PLAUNCH_COORD_SERVER_H
 #define PLAUNCH_COORD_SERVER_H
 
-#include "goodput.h"
-#include "job.h"
-#include "loop.h"
-#include "mon_thresh.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 typedef struct coord_server coord_server_t;
 /* Delivers a coordinator message to the agent of this node (in process). */

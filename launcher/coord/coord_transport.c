@@ -3,7 +3,7 @@
  * for the sessions' server of launcher/conn/conn_session.c (redirects, the admission queue, a member that keeps
  * its place while it reconnects). Connections and their limits: coord_conns.c; the table of sessions:
  * coord_peers.c. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "log.h"
+#include "common/log.h"
 
 void *coord_transport_encode(coord_server_t *cs, int peer, const wire_msg_t *m, size_t *len)
 {

@@ -8,14 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conn_guard.h"
-#include "conn_reader.h"
-#include "conn_session.h"
-#include "coord_server.h"
-#include "heartbeat.h"
-#include "loop.h"
-#include "peerlog.h"
-#include "wire.h"
+#include "launcher/conn/conn_guard.h"
+#include "launcher/conn/conn_reader.h"
+#include "launcher/conn/conn_session.h"
+#include "launcher/coord/coord_server.h"
+#include "common/wire/heartbeat.h"
+#include "common/loop.h"
+#include "launcher/conn/peerlog.h"
+#include "common/wire/wire.h"
 
 
 struct local_mail {

@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coord_peers.h"
-#include "coord_server.h"
-#include "hindex.h"
-#include "wire.h"
+#include "launcher/coord/coord_peers.h"
+#include "launcher/coord/coord_server.h"
+#include "common/hindex.h"
+#include "common/wire/wire.h"
 
 /* The fan-out tree (coord_relay.c, coord_via.c): what goes down to one relay at its next flush, in order. */
 struct via_item {

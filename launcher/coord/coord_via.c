@@ -1,7 +1,7 @@
 /* coord_via: the nodes behind a relay: found by (relay, handle) through an index the caller validates, and what goes
  * down to each relay (messages, the same bytes for several of its nodes in a row sent once, and DROPs), encoded as
  * one RELAYED and sent to the relay's own session at the end of the loop's turn, or at once when the queue is full. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

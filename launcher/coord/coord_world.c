@@ -1,13 +1,13 @@
 /* coord_world: every message from an agent: JOIN and rejoin (elastic growth, requested ranks), worker exits, BYE,
  * and the job-wide services (services/coord_services.c); the floor below coord_server.c. */
-#include "coord_priv.h"
+#include "launcher/coord/coord_priv.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static void s_refuse(coord_server_t *cs, int peer, int code, const char *text)
 {

@@ -1,5 +1,5 @@
 /* goodput: the model of the job's time (goodput.h): what its owner records, and the account everyone reads. */
-#include "goodput_priv.h"
+#include "launcher/goodput/goodput_priv.h"
 
 #include <math.h>
 #include <stdio.h>

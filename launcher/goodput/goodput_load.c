@@ -1,7 +1,7 @@
 /* goodput_load: a model read back: from the ledger (goodput.jsonl: plaunch report) and from status.json or a STATUS
  * answer (plaunch status, top). Every field is checked for its type and range; text is kept as bytes and escaped
  * where it is shown. */
-#include "goodput_priv.h"
+#include "launcher/goodput/goodput_priv.h"
 
 #include <jansson.h>
 #include <math.h>

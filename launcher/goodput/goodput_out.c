@@ -1,7 +1,7 @@
 /* goodput_out: the model written out and read back: the ledger LOG_DIR/goodput.jsonl (one JSON line per incident,
  * then the job's summary line; docs/goodput.md), the Goodput block of the terminal summary and of plaunch report,
  * and the report's JSON. */
-#include "goodput_priv.h"
+#include "launcher/goodput/goodput_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "esc.h"
-#include "ownfile.h"
+#include "common/esc/esc.h"
+#include "common/ownfile.h"
 
 #define GP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
 

@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_GOODPUT_PRIV_H
 #define PLAUNCH_GOODPUT_PRIV_H
 
-#include "goodput.h"
+#include "launcher/goodput/goodput.h"
 
 #include <limits.h>
 

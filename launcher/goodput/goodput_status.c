@@ -1,6 +1,6 @@
 /* goodput_status: the live view: status.json (bounded, written by temporary name and rename at most once a second),
  * the STATUS answer (the same document), and the text of `plaunch status` and `plaunch top`. */
-#include "goodput_priv.h"
+#include "launcher/goodput/goodput_priv.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "esc.h"
-#include "ownfile.h"
+#include "common/esc/esc.h"
+#include "common/ownfile.h"
 
 static json_t *s_num(double v, double scale)
 {

@@ -1,5 +1,5 @@
 /* goodput_sum: reading the model: the job's account (where every second of the wall clock went) and accessors. */
-#include "goodput_priv.h"
+#include "launcher/goodput/goodput_priv.h"
 
 #include <math.h>
 #include <string.h>

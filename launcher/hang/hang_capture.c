@@ -1,8 +1,8 @@
 /* hang_capture: tree walk under ptrace, libdwfl unwinding and symbolisation (cached per pc), parts emitted as they
  * are done so that a capture killed at its deadline has already given what it found. */
-#include "hang_capture.h"
+#include "launcher/hang/hang_capture.h"
 
-#include "hang_proc.h"
+#include "launcher/hang/hang_proc.h"
 
 #include <dwarf.h>
 #include <stdio.h>

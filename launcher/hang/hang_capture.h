@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#include "hang_dw.h"
-#include "hang_trace.h"
+#include "launcher/hang/hang_dw.h"
+#include "launcher/hang/hang_trace.h"
 
 /* Takes one part of the capture: a trace of one process holding its header and at most one thread (the part is
  * destroyed after the call). Returns 0, or -1 to stop the capture. */

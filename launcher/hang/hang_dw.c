@@ -1,5 +1,5 @@
 /* hang_dw: dlopen of libdw.so.1 (and libstdc++'s demangler) into a typed call table. */
-#include "hang_dw.h"
+#include "launcher/hang/hang_dw.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

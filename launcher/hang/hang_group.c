@@ -1,7 +1,7 @@
 /* hang_group: signatures, groups, odd ones out, informative frames, rank ranges, the summary and the full text. */
-#include "hang_group.h"
+#include "launcher/hang/hang_group.h"
 
-#include "hang_text.h"
+#include "launcher/hang/hang_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 #define HANG_GROUP_SUMMARY_MAX 2048     /* bytes of the summary paragraph */
 #define HANG_GROUP_TEXT_MAX (8u << 20)  /* bytes of the full text; past it groups keep their ranks, not stacks */

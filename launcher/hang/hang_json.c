@@ -1,12 +1,12 @@
 /* hang_json: traces to JSON within a bound (levels of what to drop), and back with every key checked. */
-#include "hang_json.h"
+#include "launcher/hang/hang_json.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 #define S_PID_MAX 4194304 /* PID_MAX_LIMIT */
 

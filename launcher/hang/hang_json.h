@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 #define HANG_JSON_MAX (8u << 20)      /* the largest text hang_json_decode takes */
 #define HANG_JSON_RANK_MAX (16u << 10) /* the default bound of one rank's stacks sent to the coordinator */

@@ -1,6 +1,6 @@
 /* hang_proc: bounded /proc reads of another process and ptrace seize/interrupt/detach of its threads with a
  * deadline (PTRACE_SEIZE sends no SIGSTOP, so a thread that never stops is left exactly as it was). */
-#include "hang_proc.h"
+#include "launcher/hang/hang_proc.h"
 
 #include <dirent.h>
 #include <errno.h>

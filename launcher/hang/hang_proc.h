@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 enum hang_hold_state { HANG_HOLD_NONE, HANG_HOLD_SEIZED, HANG_HOLD_STOPPED, HANG_HOLD_GONE };
 

@@ -1,8 +1,8 @@
 /* hang_pyspy: py-spy found on PATH, run with pipes and a deadline, its JSON read into Python threads. */
-#include "hang_pyspy.h"
+#include "launcher/hang/hang_pyspy.h"
 
-#include "hang_proc.h"
-#include "proc.h"
+#include "launcher/hang/hang_proc.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

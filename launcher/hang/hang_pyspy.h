@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 #define HANG_PYSPY_OUT_MAX (1u << 20) /* bytes of py-spy's answer that are read */
 

@@ -1,6 +1,6 @@
 /* hang_pytb: faulthandler's all-threads dump, found at the end of a log tail and parsed line by line; anything that
  * is not a header or frame line of the dump is skipped. */
-#include "hang_pytb.h"
+#include "launcher/hang/hang_pytb.h"
 
 #include <errno.h>
 #include <stdio.h>

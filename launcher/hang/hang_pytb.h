@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 /* Parses the last dump in buf into p's Python threads (those p held are replaced; py_source "faulthandler"): at
  * most HANG_PY_THREADS_MAX threads of HANG_FRAMES_MAX frames, innermost first, thread ids as faulthandler prints

@@ -1,14 +1,14 @@
 /* hang_report: a hung job's stacks, one JSON document per rank as the agents sent them, decoded (every field
  * checked: a peer's bytes) and grouped by launcher/hang/ into the root-cause lines and hang.GENERATION.txt. */
-#include "hang_report.h"
+#include "launcher/hang/hang_report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_group.h"
-#include "hang_json.h"
-#include "log.h"
+#include "launcher/hang/hang_group.h"
+#include "launcher/hang/hang_json.h"
+#include "common/log.h"
 
 int hang_report_text(const char *job_id, unsigned generation, const char *why, const char *const *stacks, int n,
                     int odd, int dropped, char *summary, size_t scap, char *text, size_t tcap)

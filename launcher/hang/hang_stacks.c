@@ -1,16 +1,16 @@
 /* hang_stacks: `plaunch __stacks`: ownership checks, capture processes run from one loop with deadlines (the child
  * registry, proc.h, reaps them and kills them at their deadlines), their line-by-line parts merged, the document
  * printed. */
-#include "hang_stacks.h"
+#include "launcher/hang/hang_stacks.h"
 
-#include "hang_dw.h"
-#include "hang_json.h"
-#include "hang_proc.h"
-#include "hang_pyspy.h"
-#include "hang_capture.h"
-#include "loop.h"
-#include "proc.h"
-#include "util.h"
+#include "launcher/hang/hang_dw.h"
+#include "launcher/hang/hang_json.h"
+#include "launcher/hang/hang_proc.h"
+#include "launcher/hang/hang_pyspy.h"
+#include "launcher/hang/hang_capture.h"
+#include "common/loop.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* hang_text: a bounded text buffer and the text of a trace. */
-#include "hang_text.h"
+#include "launcher/hang/hang_text.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 /* A text of at most max - 1 bytes; once an append does not fit it is dropped and full is set. Zero it, set max. */
 struct hang_text {

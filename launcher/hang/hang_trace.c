@@ -1,5 +1,5 @@
 /* hang_trace: the bounded model of a rank's stacks: processes, threads, frames, sanitised strings, merging. */
-#include "hang_trace.h"
+#include "launcher/hang/hang_trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "loop.h"
-#include "opts.h"
-#include "topo.h"
-#include "topo.h"
+#include "common/loop.h"
+#include "launcher/opts/opts.h"
+#include "launcher/topo/topo.h"
+#include "launcher/topo/topo.h"
 
 enum worker_state { W_IDLE, W_RUNNING, W_EXITED };
 

@@ -1,6 +1,6 @@
 /* joblayout: the fan-out tree of a job as a function of node rank, node count and --relay-fanout (joblayout.h has
  * the layout and why it is two levels). */
-#include "joblayout.h"
+#include "launcher/job/joblayout.h"
 
 static int s_isqrt_up(int n)
 {

@@ -1,5 +1,5 @@
 /* jobsetup: turns options into a job: workers (jobworkers.c), log and run directories, tee ranks. */
-#include "jobsetup.h"
+#include "launcher/job/jobsetup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpus.h"
-#include "idlist.h"
-#include "jobworkers.h"
-#include "log.h"
-#include "net.h"
-#include "ownfile.h"
-#include "util.h"
+#include "common/gpus/gpus.h"
+#include "common/idlist.h"
+#include "launcher/job/jobworkers.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/ownfile.h"
+#include "common/util.h"
 
 /* mkdir -p */
 static int s_mkdirs(const char *path)

@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_JOBSETUP_H
 #define PLAUNCH_JOBSETUP_H
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 /* Returns 0, or -1 with err filled; *exit_code is then 2 for bad input, 125 for launcher failures. */
 int jobsetup_init(struct job *job, const struct opts *o, char **envp, char *err, size_t errlen, int *exit_code);

@@ -1,6 +1,6 @@
 /* jobworkers: how many workers this node runs and which GPU each gets, from the options and the inherited
  * CUDA_VISIBLE_DEVICES (GPU ids are labels of that list, as Paddle and torch read them). */
-#include "jobworkers.h"
+#include "launcher/job/jobworkers.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpus.h"
-#include "idlist.h"
-#include "log.h"
-#include "util.h"
+#include "common/gpus/gpus.h"
+#include "common/idlist.h"
+#include "common/log.h"
+#include "common/util.h"
 
 /* GPUs the NVIDIA driver exposes, counted without initialising CUDA; -1 when there is no driver. */
 static int s_driver_gpu_count(void)

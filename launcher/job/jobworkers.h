@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 /* Fills job->workers (ranks from job->gen.rank_base), job->node.nworkers, job->node.gpu_mode and job->node.visible_devices from o
  * and the environment envp; 0, or -1 with err filled (bad input: exit status 2). */

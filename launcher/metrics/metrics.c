@@ -1,11 +1,11 @@
 /* metrics: the collectors of this process and the /metrics server that calls them (metrics.h says what). */
-#include "metrics.h"
+#include "launcher/metrics/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics_http.h"
+#include "launcher/metrics/metrics_http.h"
 
 struct collector {
     metrics_collect_fn fn;

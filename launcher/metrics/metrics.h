@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "loop.h"
-#include "metrics_text.h"
+#include "common/loop.h"
+#include "launcher/metrics/metrics_text.h"
 
 #define METRICS_COLLECTORS_MAX 8
 

@@ -1,5 +1,5 @@
 /* metrics_http: /metrics over libmicrohttpd in the process's event loop (metrics_http.h says how and why). */
-#include "metrics_http.h"
+#include "launcher/metrics/metrics_http.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 #define METRICS_HTTP_CONNS 32
 #define METRICS_HTTP_TIMEOUT_S 10

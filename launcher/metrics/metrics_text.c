@@ -1,5 +1,5 @@
 /* metrics_text: the Prometheus text format written into a bounded buffer (metrics_text.h says what). */
-#include "metrics_text.h"
+#include "launcher/metrics/metrics_text.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* opts: the launcher's options, one table read from the command line, PLAUNCH_* variables, the config file and
  * a scheduler's environment, with precedence CLI > environment > config file > scheduler > defaults. */
-#include "opts.h"
+#include "launcher/opts/opts.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_detect.h"
-#include "util.h"
+#include "launcher/sched/sched_detect.h"
+#include "common/util.h"
 
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 /* Matches a name with '-' and '_' treated alike; returns the definition or NULL. */
 static const struct optdef *s_find(const char *name, size_t len)

@@ -1,7 +1,7 @@
 /* opts_check: the ranges of the launcher's options, derived from the control plane's bounds (common/wire.h) so
  * that whatever the parser accepts can also be sent: a value the protocol cannot carry is refused up front
  * (exit 2, naming the option, the value and the range) instead of breaking a running job. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,9 +12,9 @@
 
 #include <openssl/crypto.h>
 
-#include "optfile.h"
-#include "sched_hostlist.h"
-#include "tls_chan.h"
+#include "common/optfile.h"
+#include "launcher/sched/sched_hostlist.h"
+#include "common/tls/tls_chan.h"
 
 /* A JOIN carries --nproc-per-node (opts.h cannot see wire.h); the interval must leave room for a longer timeout. */
 _Static_assert(OPTS_MAX_WORKERS == WIRE_MAX_LOCAL, "--nproc-per-node and what a JOIN carries differ");

@@ -1,6 +1,6 @@
 /* opts_compat: the spellings torchrun and paddle.distributed.launch users bring (--master-addr/--master-port,
  * --standalone, --ips, --rank), folded into plaunch's own options once every source was read. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,6 +1,6 @@
 /* opts_defs: the option table: every option once, with its aliases, setter (which validates), default and help;
  * the setters write struct opts and nothing else. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpus.h"
-#include "idlist.h"
-#include "sched_hostlist.h"
+#include "common/gpus/gpus.h"
+#include "common/idlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 #define s_copy opts_copy
 

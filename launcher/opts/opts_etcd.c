@@ -1,7 +1,7 @@
 /* opts_etcd: the coordinator's election through etcd as its anchors spell it: Paddle's --master etcd://H:P[,H:P],
  * torchrun's --rdzv-backend etcd|etcd-v2 with --rdzv-endpoint and its --rdzv-conf keys, and --etcd-cacert/-cert/-key
  * (TLS to etcd). The election itself is the agent's (docs/resilience.md, its etcd part). */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* opts_ini: the --config file: an INI file (inih) of option keys in a [plaunch] section, errors naming file:line. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optfile.h"
+#include "common/optfile.h"
 
 struct ini_state {
     opts_ini_key_fn key;

@@ -1,7 +1,7 @@
 /* opts_net: the setters of the options of a job of many nodes: its size and spares, the coordinator, the node's
  * rank and the host list, deadlines and heartbeats, credentials, the fan-out tree, /metrics (the table is
  * opts_defs.c). Each validates its value or refuses it with a sentence. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_hostlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 #define s_copy opts_copy
 #define s_int opts_parse_int

@@ -1,13 +1,13 @@
 /* opts_node: the options of the node's set-up around the workers: --preflight (warn, also spelled on; strict; off),
  * --preflight-shm, --gpu-release-wait, and where the workers run: --cpu-bind and torchrun's --numa-binding (one
  * mode, two spellings), --print-binding. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "preflight.h"
-#include "topo.h"
+#include "launcher/preflight/preflight.h"
+#include "launcher/topo/topo.h"
 
 #define s_copy opts_copy
 

@@ -2,7 +2,7 @@
  * --log_level, --legacy, --log_overwrite, --sort_ip, --enable_gpu_log, --elastic_level, and those of modes plaunch
  * does not run, refused with a sentence), its --master http:// and etcd:// forms, and its PADDLE_* / POD_IP
  * variables, read with Paddle's precedence (over the command line, as context/args_envs.py applies them). */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int opts_paddle_set_run_mode(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {

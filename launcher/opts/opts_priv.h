@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 
-#include "opts.h"
-#include "wire.h"
+#include "launcher/opts/opts.h"
+#include "common/wire/wire.h"
 
 typedef int (*opt_set_fn)(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 

@@ -1,12 +1,12 @@
 /* opts_prog: the program the workers run, as torchrun builds it: a .py script (or --run-path) with the
  * interpreter (--python, else PYTHON_EXEC, else python3 on PATH), -m/--module MODULE, --no-python as given. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int opts_prog_set_python(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {

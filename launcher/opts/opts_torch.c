@@ -1,13 +1,13 @@
 /* opts_torch: torchrun's options that have no plaunch name of their own: -t/--tee and -r/--redirects (stream
  * numbers per local rank), --local-ranks-filter, --rdzv-backend/-endpoint/-conf, --monitor-interval,
  * --start-method, --role; each means what it means in torch/distributed/run.py or is refused with a sentence. */
-#include "opts_priv.h"
+#include "launcher/opts/opts_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "idlist.h"
+#include "common/idlist.h"
 
 #define TORCH_DEFAULT_C10D_PORT 29400 /* torchrun's port of an --rdzv-endpoint without one */
 

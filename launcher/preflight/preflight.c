@@ -1,5 +1,5 @@
 /* preflight: the node checks in order, and the sizes and the cgroup limit they talk about. */
-#include "preflight.h"
+#include "launcher/preflight/preflight.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -14,8 +14,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "gpus.h"
-#include "util.h"
+#include "common/gpus/gpus.h"
+#include "common/util.h"
 
 void preflight_add(struct pf_findings *out, const char *fmt, ...)
 {

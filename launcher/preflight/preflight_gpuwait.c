@@ -1,7 +1,7 @@
 /* preflight_gpuwait: whether a restarted generation may start: the previous generation's processes have let go of
  * the GPUs' memory (NVML still lists a process for a while after it died, until the driver has torn its context
  * down); bounded by a deadline, its length kept for the incident timeline. */
-#include "preflight.h"
+#include "launcher/preflight/preflight.h"
 
 #include <errno.h>
 #include <signal.h>

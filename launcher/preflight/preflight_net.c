@@ -1,5 +1,5 @@
 /* preflight_net: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME against the interfaces that exist and are up. */
-#include "preflight.h"
+#include "launcher/preflight/preflight.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* An interface is up when its operstate says so (or "unknown", which loopback and tunnels report) and its flags
  * have IFF_UP. */

@@ -1,15 +1,15 @@
 /* cmd_probe: `plaunch probe`, the collectives' bandwidth sweeps and scaling-efficiency report (docs/probe.md). */
-#include "cmd_probe.h"
+#include "launcher/probe/cmd_probe.h"
 
-#include "ownfile.h"
-#include "proc.h"
-#include "util.h"
-#include "probe_analysis.h"
-#include "probe_html.h"
-#include "probe_report.h"
-#include "probe_run.h"
-#include "probe/probe_op.h"
-#include "probe/probe_size.h"
+#include "common/ownfile.h"
+#include "common/proc.h"
+#include "common/util.h"
+#include "launcher/probe/analysis/probe_analysis.h"
+#include "launcher/probe/report/probe_html.h"
+#include "launcher/probe/report/probe_report.h"
+#include "launcher/probe/measure/probe_run.h"
+#include "worker/probe/probe_op.h"
+#include "worker/probe/probe_size.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "conn_reader.h"
-#include "log.h"
-#include "relay_priv.h"
+#include "launcher/conn/conn_reader.h"
+#include "common/log.h"
+#include "launcher/relay/relay_priv.h"
 
 static const struct peerlog_kind PL_CLOSED = { "closed", "connection", "connections",
                                                "unauthenticated, over a limit or past the deadline" };

@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loop.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "common/loop.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 typedef struct relay relay_t;
 

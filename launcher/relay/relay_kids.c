@@ -1,13 +1,13 @@
 /* relay_kids: a relay's children: their table (by the handle the coordinator knows them by), and the relay's policy
  * for their sessions, which launcher/conn/conn_session.c serves: its cap on children, HELLO and OPENED once a
  * child authenticated, its messages up, CLOSED when its session ends. */
-#include "relay_priv.h"
+#include "launcher/relay/relay_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static const struct peerlog_kind PL_FULL = { "refused", "session", "sessions", "the relay is full" };
 

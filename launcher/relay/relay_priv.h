@@ -4,14 +4,14 @@
 #ifndef PLAUNCH_RELAY_PRIV_H
 #define PLAUNCH_RELAY_PRIV_H
 
-#include "conn_guard.h"
-#include "conn_reader.h"
-#include "conn_session.h"
-#include "heartbeat.h"
-#include "hindex.h"
-#include "peerlog.h"
-#include "relay.h"
-#include "relay_up.h"
+#include "launcher/conn/conn_guard.h"
+#include "launcher/conn/conn_reader.h"
+#include "launcher/conn/conn_session.h"
+#include "common/wire/heartbeat.h"
+#include "common/hindex.h"
+#include "launcher/conn/peerlog.h"
+#include "launcher/relay/relay.h"
+#include "launcher/relay/relay_up.h"
 
 #define RL_LINGER_MS 500
 

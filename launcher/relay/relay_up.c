@@ -1,6 +1,6 @@
 /* relay_up: what a relay says to the coordinator, batched: its children's messages and news, queued in order and
  * handed to the host as one RELAYED per turn of the loop (or sooner when a batch is full). */
-#include "relay_up.h"
+#include "launcher/relay/relay_up.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "relay.h"
+#include "launcher/relay/relay.h"
 
 struct relay_up_item {
     int event;                  /* PLAUNCH__RELAY_ITEM__EVENT__* */

@@ -1,6 +1,6 @@
 /* sched_detect: picks the scheduler whose environment this plaunch runs in (or the one --scheduler names) and returns
  * what it says about the job as option values with their sources. */
-#include "sched_priv.h"
+#include "launcher/sched/sched_priv.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* sched_hostlist: Slurm's compressed host lists expanded in scontrol's order, in bounded time and no allocation. */
-#include "sched_hostlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* sched_k8s: what a Kubernetes pod's environment says: the node rank from an Indexed Job's (or JobSet's)
  * completion index or a PyTorchJob's PET_NODE_RANK/RANK, the node count from PET_NNODES, the coordinator from
  * MASTER_ADDR/MASTER_PORT, the restart budget from PET_MAX_RESTARTS. */
-#include "sched_priv.h"
+#include "launcher/sched/sched_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

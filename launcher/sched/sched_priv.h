@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched_detect.h"
-#include "util.h"
+#include "launcher/sched/sched_detect.h"
+#include "common/util.h"
 
 /* Adds a setting: option name, value and origin (printf format). 0, or -1 when the table is full (a bug). */
 static inline int sched_put(struct sched *s, const char *name, const char *value, const char *origin_fmt, ...)

@@ -1,12 +1,12 @@
 /* sched_slurm: what a Slurm job step's environment says: node count, this node's rank, the coordinator on the
  * first host of the step's node list at a port derived from the job and step ids, the step's GPUs; a step that
  * runs more than one task on a node is refused, and a batch script without a step asks for srun mode. */
-#include "sched_priv.h"
+#include "launcher/sched/sched_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_hostlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 /* The coordinator's port: 10000 + (job id mod 2000) x 10 + (step id mod 10), so steps 0..9 of one job and
  * 2000 consecutive jobs differ, below Linux's ephemeral range (32768-60999) where workers' ports are picked. */

@@ -1,7 +1,7 @@
 /* sched_srun: one plaunch per node of a Slurm allocation, started through srun from a batch script; this
  * process only relays signals and returns srun's status, in one loop over a signalfd, with the child registry
  * (proc.h) reaping srun and its stopper and killing srun at its deadline. */
-#include "sched_srun.h"
+#include "launcher/sched/sched_srun.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "loop.h"
-#include "proc.h"
-#include "util.h"
+#include "common/loop.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 /* How long past --grace srun gets to bring every node's plaunch down before it is killed. */
 #define SRUN_SLACK_MS 15000

@@ -1,6 +1,6 @@
 /* cgroup: the job's cgroup v2 directory that workers are born into, ended as a whole (cgroup.kill, or freeze
  * and SIGKILL each member on kernels before 5.14), removed at the end of the job. */
-#include "cgroup.h"
+#include "launcher/supervisor/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "loop.h"
-#include "procfile.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "launcher/supervisor/procfile.h"
 
 static struct {
     int dir_fd;    /* the job cgroup; -1 when there is none */

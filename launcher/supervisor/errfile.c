@@ -1,6 +1,6 @@
 /* errfile: TORCHELASTIC_ERROR_FILE, one per rank in the log directory: its name, its removal before each
  * generation, and the lines the root-cause block quotes from it (torch's @record writes it on an exception). */
-#include "errfile.h"
+#include "launcher/supervisor/errfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define ERRFILE_MAX_BYTES (1 << 20) /* torch's file is a few KiB even for deep tracebacks */
 #define ERRFILE_MSG_LINES 3

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 #define ERRFILE_MAX_LINES 10  /* quoted: up to 3 lines of the message, then the traceback's last lines */
 #define ERRFILE_LINE      200 /* bytes per quoted line, with its terminator */

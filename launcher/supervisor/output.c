@@ -2,7 +2,7 @@
  * shown), and the console's ranks line by line with a [rank N] prefix, stdout to stdout and stderr to stderr.
  * Nothing is buffered on the way to the log file; what a full file system refuses is counted, reported, and marked
  * in the log. */
-#include "output.h"
+#include "launcher/supervisor/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "log.h"
-#include "loop.h"
-#include "ownfile.h"
+#include "common/console.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/ownfile.h"
 
 #define OUTPUT_CHUNK 65536
 #define OUTPUT_LINE_MAX 65536 /* a longer "line" is shown in pieces rather than held forever */

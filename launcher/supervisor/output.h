@@ -5,7 +5,7 @@
 #ifndef PLAUNCH_OUTPUT_H
 #define PLAUNCH_OUTPUT_H
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 /* Opens (first generation: truncates) workerlog.<rank> for every worker, refusing links, other users' files and
  * unsafe directories (ownfile.h); -1 with a message in err. */

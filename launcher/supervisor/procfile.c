@@ -1,5 +1,5 @@
 /* procfile: reads a /proc or cgroup file whole into a growing buffer. */
-#include "procfile.h"
+#include "launcher/supervisor/procfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

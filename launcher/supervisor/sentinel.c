@@ -1,6 +1,6 @@
 /* sentinel: a tiny watcher process that ends the job cgroup and the workers' process groups if the launcher
  * itself dies (SIGKILL, OOM) so that no worker or worker child outlives it. */
-#include "sentinel.h"
+#include "launcher/supervisor/sentinel.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "log.h"
-#include "proc.h"
+#include "launcher/supervisor/cgroup.h"
+#include "common/log.h"
+#include "common/proc.h"
 
 #define SENTINEL_MAX_GROUPS 65536
 

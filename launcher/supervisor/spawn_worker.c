@@ -1,6 +1,6 @@
 /* spawn_worker: start (clone, vfork-style) and exec one worker in its own process group and the job cgroup,
  * output into a pipe, exec errors reported. */
-#include "spawn_worker.h"
+#include "launcher/supervisor/spawn_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "topo.h"
+#include "launcher/supervisor/cgroup.h"
+#include "launcher/topo/topo.h"
 
 #define S_MPOL_PREFERRED 1
 #define S_MPOL_PREFERRED_MANY 5 /* Linux >= 5.15 */

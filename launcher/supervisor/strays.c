@@ -1,7 +1,7 @@
 /* strays: kills and reaps what a generation's workers left behind: the job cgroup as a whole, then plaunch's
  * own children (descendants re-parented to it as subreaper), read whole from /proc. Only an unreaped child of
  * ours keeps its pid until we reap it, so nothing else can be hit by a kill here. */
-#include "strays.h"
+#include "launcher/supervisor/strays.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "log.h"
-#include "proc.h"
-#include "procfile.h"
-#include "sentinel.h"
+#include "launcher/supervisor/cgroup.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "launcher/supervisor/procfile.h"
+#include "launcher/supervisor/sentinel.h"
 
 struct pidset {
     pid_t *pid;

@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_STRAYS_H
 #define PLAUNCH_STRAYS_H
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 /* How long one clean-up may take (a fork bomb must not hold the job forever): past it, what is left is
  * logged and the job goes on; the next clean-up tries again. */

@@ -1,7 +1,7 @@
 /* supervise: the node's supervision core: handlers in the process's loop (signalfd, worker pipes, deadlines; the
  * workers' ends through the child registry) driving an explicit state x event table for start, failure, restart,
  * signal forwarding and shutdown. */
-#include "supervise.h"
+#include "launcher/supervisor/supervise.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -14,15 +14,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "util.h"
-#include "net.h"
-#include "output.h"
-#include "proc.h"
-#include "sentinel.h"
-#include "spawn_worker.h"
-#include "strays.h"
-#include "wenv.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/net.h"
+#include "launcher/supervisor/output.h"
+#include "common/proc.h"
+#include "launcher/supervisor/sentinel.h"
+#include "launcher/supervisor/spawn_worker.h"
+#include "launcher/supervisor/strays.h"
+#include "launcher/supervisor/wenv.h"
 
 enum sup_state { ST_IDLE, ST_RUNNING, ST_STOPPING, ST_KILLING, ST_DONE, ST_N };
 enum sup_event {

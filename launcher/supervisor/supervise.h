@@ -7,8 +7,8 @@
 #include <signal.h>
 #include <stddef.h>
 
-#include "job.h"
-#include "loop.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
 
 typedef struct sup sup_t;
 

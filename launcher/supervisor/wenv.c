@@ -1,5 +1,5 @@
 /* wenv: the environment of each worker: the inherited one plus the torch/Paddle/CUDA/PLAUNCH contract. */
-#include "wenv.h"
+#include "launcher/supervisor/wenv.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errfile.h"
-#include "gpus.h"
-#include "log.h"
+#include "launcher/supervisor/errfile.h"
+#include "common/gpus/gpus.h"
+#include "common/log.h"
 
 #define GPUS_LIST_MAX (GPUS_MAX * 5) /* "0,1,...,1023" */
 

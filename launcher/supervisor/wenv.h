@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_WENV_H
 #define PLAUNCH_WENV_H
 
-#include "job.h"
+#include "launcher/job/job.h"
 
 /* Copies environ without the variables plaunch sets into job->node.base_env; 0, or -1 with errno. */
 int wenv_init(struct job *job, char **environ_in);

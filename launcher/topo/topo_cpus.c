@@ -1,5 +1,5 @@
 /* topo_cpus: CPU lists as Linux writes them ("0-3,8") read, written and parsed; the binding modes' spellings. */
-#include "topo.h"
+#include "launcher/topo/topo.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int topo_cpus_parse(const char *s, size_t len, cpu_set_t *set)
 {

@@ -1,7 +1,7 @@
 /* topo_plan: the binding plan of one node's workers from hwloc's topology (the machine's, or HWLOC_XMLFILE /
  * HWLOC_SYNTHETIC): GPU locality by torchrun's modes, an even split of cores where there is none, the user's list;
  * never outside the CPUs the launcher was given. */
-#include "topo.h"
+#include "launcher/topo/topo.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -15,10 +15,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "loop.h"
-#include "tls_chan.h"
-#include "heartbeat.h"
-#include "wire.h"
+#include "common/loop.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/heartbeat.h"
+#include "common/wire/wire.h"
 
 #define SIM_MAX_KEYS 4      /* NCCL id keys each simulated worker asks for, in order */
 #define SIM_MAX_NPROC 64    /* simulated workers per agent */

@@ -1,7 +1,7 @@
 /* sim_agent: what one simulated agent says and hears, as the real agent does (launcher/agent/agent_proto.c): JOIN
  * after HELLO, the ASSIGN's world, its simulated workers' NCCL id requests and barrier (as libplaunch makes them),
  * heartbeats at the job's interval, WORKER_EXIT and BYE at the end; and an agent that goes silent on purpose. */
-#include "sim.h"
+#include "tests/agentsim/sim.h"
 
 #include <stdarg.h>
 #include <stdio.h>

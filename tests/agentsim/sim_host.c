@@ -2,7 +2,7 @@
  * one's link (launcher/agent/link.c) and relay (launcher/relay/) in it, so that the coordinator's tree is served by
  * the code a real relay runs (a real agent runs its one relay in its own loop alike); what they say and hear
  * otherwise is sim_agent.c's, like every simulated agent. */
-#include "sim.h"
+#include "tests/agentsim/sim.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "joblayout.h"
-#include "link.h"
-#include "relay.h"
+#include "launcher/job/joblayout.h"
+#include "launcher/agent/link.h"
+#include "launcher/relay/relay.h"
 
 #define SH_TICK_MS 50 /* what sim_agent_tick watches needs no finer grain (a real agent's tick is coarser) */
 

@@ -2,8 +2,8 @@
  * socket and TLS 1.3 session (PSK handshake), JOIN, ASSIGN, NCCL ids, a barrier and heartbeats, through the real
  * agent's protocol code (common/wire, common/tls). Measures the rendezvous, the coordinator's CPU at steady
  * heartbeats and its peak RSS, and checks what every agent got; scripts/bench-scale.sh and agentsim.t run it. */
-#include "sim.h"
-#include "joblayout.h"
+#include "tests/agentsim/sim.h"
+#include "launcher/job/joblayout.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,7 +1,7 @@
 /* sim_net: one simulator thread: an epoll loop over its agents' ZeroMQ sockets (their ZMQ_FD), each agent's DEALER
  * carrying its TLS 1.3 session one record batch per frame, as the real agent's link does, and a fresh socket and
  * session with the link's back-off whenever the connection closes. */
-#include "sim.h"
+#include "tests/agentsim/sim.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <sys/epoll.h>
 #include <zmq.h>
 
-#include "link.h"
+#include "launcher/agent/link.h"
 
 #define SN_EVENTS 256
 /* New sessions a thread opens per tick: what its first agents receive (REDIRECTs, handshakes) is read in between,

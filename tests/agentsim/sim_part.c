@@ -1,7 +1,7 @@
 /* sim_part: one process's share of the simulated agents: its descriptor limit, ZeroMQ context and TLS context,
  * its threads, the phases sim_main.c tells it through a pipe, and its agents' results sent back at the end. */
-#include "sim.h"
-#include "joblayout.h"
+#include "tests/agentsim/sim.h"
+#include "launcher/job/joblayout.h"
 
 #include <errno.h>
 #include <poll.h>

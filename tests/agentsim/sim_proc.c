@@ -1,5 +1,5 @@
 /* sim_proc: the coordinator's process as /proc shows it to pl_agentsim: CPU time, peak RSS, whether it ended. */
-#include "sim.h"
+#include "tests/agentsim/sim.h"
 
 #include <stdio.h>
 #include <string.h>

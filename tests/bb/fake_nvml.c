@@ -37,7 +37,7 @@
  *   lost=1                  every call on the GPU answers NVML_ERROR_GPU_IS_LOST
  *   unsupported=FN,FN...    these functions answer NVML_ERROR_NOT_SUPPORTED on this GPU (unsupported=- none) */
 #define _GNU_SOURCE
-#include "fake_nvml.h"
+#include "tests/bb/fake_nvml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

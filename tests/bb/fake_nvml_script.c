@@ -1,6 +1,6 @@
 /* fake_nvml_script: the stand-in NVML's environment and script (FAKE_NVML_*; the format is in fake_nvml.c). */
 #define _GNU_SOURCE
-#include "fake_nvml.h"
+#include "tests/bb/fake_nvml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -67,7 +67,7 @@ like "$?:$(echo $out)" "^0:.*warning: metrics: cannot load libmicrohttpd.so.12 .
 
 # ---- the monitor's GPU gauges, from the stand-in NVML of the monitor's tests (tests/bb/fake_nvml.c) ----
 FAKE=$T/libfake_nvml.so
-cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
+cc -I"$PLAUNCH_SRC" -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
 {
     echo "gpu 0 util=75 mem_used=30000 mem_total=81559 proc=local0:20000"
     echo "gpu 1 util=5 mem_used=1000 mem_total=81559 proc=local1:512"

@@ -55,7 +55,7 @@ ok $(awk -F, 'NR > 1 && $3 == 1' "$csv" | grep -q .; echo $?) "... and host metr
 
 # ---- GPU patterns, from a stand-in NVML (tests/bb/fake_nvml.c) replaying scripted series, in real jobs ----------
 FAKE=$T/libfake_nvml.so
-cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
+cc -I"$PLAUNCH_SRC" -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
 ok $? "the stand-in NVML builds"
 # One step per sample (every 0.2 s), 40 steps: GPU 0 busy and steady (healthy); GPU 1 waits for input half the time
 # (and is so a straggler against 0, 2, 3); GPU 2's worker grows by 40 MiB a sample; GPU 3 runs hot (HW thermal

@@ -11,7 +11,7 @@ if [ ! -x "$TOOL" ]; then
     exit 0
 fi
 FAKE=$T/libfake_nvml.so
-if ! cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"; then
+if ! cc -I"$PLAUNCH_SRC" -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"; then
     echo "Bail out! cannot build the stand-in NVML"
     exit 1
 fi

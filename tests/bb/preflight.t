@@ -48,7 +48,7 @@ is "$?" 0 "an interface that is up, and an exclusion list: no finding"
 # fails; a dead process that NVML still lists holds GPU 0 until --gpu-release-wait, then generation 1 starts anyway;
 # with the GPU free, generation 1 starts at the first look. Both waits are logged with their length.
 FAKE=$T/libfake_nvml.so
-cc -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
+cc -I"$PLAUNCH_SRC" -shared -fPIC -o "$FAKE" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"
 gpuwait() { # gpuwait LOGDIR SCRIPT-LINE
     echo "$2" >"$T/nvml.txt"
     CUDA_VISIBLE_DEVICES=0 PLAUNCH_NVML_LIBRARY=$FAKE FAKE_NVML_SCRIPT=$T/nvml.txt timeout -k 5 60 "$PLAUNCH" \

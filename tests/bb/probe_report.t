@@ -229,7 +229,7 @@ CUDA_VISIBLE_DEVICES= run "CUDA_VISIBLE_DEVICES empty: refused" 1 "$PLAUNCH" pro
 has "CUDA_VISIBLE_DEVICES empty: says so" "$tmp/err" "hides every GPU"
 
 # ---- one GPU, live: a stand-in NVML and worker check what plaunch hands the worker -------------------------------
-if cc -shared -fPIC -o "$tmp/libfake_nvml.so" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"; then
+if cc -I"$PLAUNCH_SRC" -shared -fPIC -o "$tmp/libfake_nvml.so" "$PLAUNCH_SRC/tests/bb/fake_nvml.c" "$PLAUNCH_SRC/tests/bb/fake_nvml_script.c"; then
     cat >"$tmp/worker" <<EOF
 #!/bin/bash
 # stand-in worker: records its environment and arguments, then writes the clean fixture to --out

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 /* A broken property is a crash, so that libFuzzer keeps the input. */
 static void s_die(const char *what, const char *err)

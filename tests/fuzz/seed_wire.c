@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "wire.h"
-#include "wire_samples.h"
+#include "common/wire/wire.h"
+#include "tests/unit/wire_samples.h"
 
 static int s_write(const char *dir, const char *name, const wire_msg_t *msg)
 {

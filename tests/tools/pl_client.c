@@ -13,9 +13,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "certs.h"
-#include "tls_chan.h"
-#include "wire.h"
+#include "common/tls/certs.h"
+#include "common/tls/tls_chan.h"
+#include "common/wire/wire.h"
 
 /* Exit statuses: a refusal is what the tests expect of this client. */
 enum { PC_REFUSED = 0, PC_ACCEPTED = 1, PC_USAGE = 2, PC_SILENT = 3 };

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hang_group.h"
-#include "hang_json.h"
-#include "hang_pytb.h"
+#include "launcher/hang/hang_group.h"
+#include "launcher/hang/hang_json.h"
+#include "launcher/hang/hang_pytb.h"
 
 static const char s_usage[] =
     "Usage: pl_hang pytb LOG [TAIL_BYTES]\n"

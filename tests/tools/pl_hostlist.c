@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched_hostlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 /* Enough for any test, and a bound that a hostile list ("a[0-999999999]") meets at once. */
 #define PH_MAX (1 << 20)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_csv.h"
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_csv.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #define PM_RANKS 1024
 

@@ -15,7 +15,7 @@
 
 extern char **environ;
 
-#include "mon_sampler.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
 
 static const char S_USAGE[] =
     "Usage: pl_monitor --exe PLAUNCH [--no-nvml] [--preflight GPU,GPU...] [--samples N] [--interval MS]\n"

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plaunch.h"
+#include "worker/plaunch.h"
 
 #define PW_AFTER_DEADLINE_MS 60000 /* a marker the test waits for that never comes fails the step, not the test run */
 

@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "certs.h"
-#include "secfile.h"
-#include "test_util.h"
+#include "common/tls/certs.h"
+#include "common/secfile.h"
+#include "tests/unit/test_util.h"
 
 #include <openssl/x509v3.h>
 

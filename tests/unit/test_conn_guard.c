@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn_guard.h"
+#include "launcher/conn/conn_guard.h"
 
 #define MAXC 32
 

@@ -14,14 +14,14 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "conn_reader.h"
-#include "conn_router.h"
-#include "conn_session.h"
-#include "log.h"
-#include "test_util.h"
-#include "tls_fixture.h"
-#include "wire.h"
-#include "zrouter.h"
+#include "launcher/conn/conn_reader.h"
+#include "launcher/conn/conn_router.h"
+#include "launcher/conn/conn_session.h"
+#include "common/log.h"
+#include "tests/unit/test_util.h"
+#include "tests/unit/tls_fixture.h"
+#include "common/wire/wire.h"
+#include "common/zrouter.h"
 
 #define DEADLINE_MS 5000
 #define NENT 16

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "loop.h"
+#include "common/console.h"
+#include "common/loop.h"
 
 static int s_saved_out = -1, s_saved_err = -1;
 static char s_errpath[64];

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_services.h"
-#include "coord_server.h"
-#include "job.h"
+#include "launcher/coord/services/coord_services.h"
+#include "launcher/coord/coord_server.h"
+#include "launcher/job/job.h"
 
 #define JOB "job-unit"
 

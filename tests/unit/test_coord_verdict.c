@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coord_verdict.h"
-#include "log.h"
+#include "launcher/coord/verdict/coord_verdict.h"
+#include "common/log.h"
 
 enum ev { END_, WORKER, HANG, SIGNAL, LOST, BYE, RDZV, FATAL };
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errfile.h"
+#include "launcher/supervisor/errfile.h"
 
 static char s_dir[] = "/tmp/plaunch-test-errfile-XXXXXX";
 static char s_path[256];

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "goodput.h"
+#include "launcher/goodput/goodput.h"
 
 #define S(x) ((uint64_t)((x) * 1e9) + 1000000000ull) /* seconds since the job's start as CLOCK_MONOTONIC */
 #define MS(x) ((uint64_t)((x) * 1000))

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpus.h"
+#include "common/gpus/gpus.h"
 
 static void s_expect_gpus(const char *spec, const int *want, int nwant)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_group.h"
+#include "launcher/hang/hang_group.h"
 
 #define TORCH "/usr/lib/python3/dist-packages/torch/distributed/"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_json.h"
+#include "launcher/hang/hang_json.h"
 
 /* A python3 worker (pid 100) under a shell (pid 99): native threads of both, Python threads of the first. */
 static struct hang_trace *s_sample(void)

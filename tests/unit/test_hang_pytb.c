@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hang_pytb.h"
+#include "launcher/hang/hang_pytb.h"
 
 /* A real dump (python3.11, PYTHONFAULTHANDLER=1, SIGABRT), after a line of the program's own output. */
 static const char s_dump[] =

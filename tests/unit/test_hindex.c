@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "hindex.h"
+#include "common/hindex.h"
 
 #define N 5000
 

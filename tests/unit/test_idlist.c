@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "idlist.h"
+#include "common/idlist.h"
 
 /* Parses spec as rank ids in [0, 99] (at most 8) and checks the ids match want[0..nwant). */
 static void s_expect_ids(const char *spec, const int *want, int nwant)

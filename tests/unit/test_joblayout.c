@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "joblayout.h"
+#include "launcher/job/joblayout.h"
 
 #define TJ_MAXN 100000
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "common/loop.h"
 
 #define MS 1000000ull
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "metrics_text.h"
+#include "launcher/metrics/metrics_text.h"
 
 static const char *const s_base[] = { "job_id", "j1", "node", "n\"1" };
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_csv.h"
-#include "mon_series.h"
-#include "mon_thresh.h"
-#include "test_util.h"
+#include "launcher/monitor/sampling/mon_csv.h"
+#include "launcher/monitor/diagnosis/mon_series.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
+#include "tests/unit/test_util.h"
 
 static void s_full_sample(struct mon_sample *s)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
 
 #define T0 1700000000000LL
 #define NR 6

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_json.h"
+#include "launcher/monitor/diagnosis/mon_json.h"
 
 static struct mon_series s_ser;
 

@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mon_sampler.h"
-#include "mon_wire.h"
-#include "util.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
+#include "launcher/monitor/sampling/mon_wire.h"
+#include "common/util.h"
 
 static char s_exe[PATH_MAX];
 static char s_fifo[128];

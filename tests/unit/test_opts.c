@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "opts.h"
+#include "launcher/opts/opts.h"
 
 static char s_dir[] = "/tmp/plaunch-test-opts-XXXXXX";
 static char *s_noenv[] = { NULL };

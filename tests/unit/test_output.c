@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "output.h"
+#include "common/console.h"
+#include "launcher/supervisor/output.h"
 
 static char s_dir[64];
 static struct job s_job;

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "peerlog.h"
-#include "test_util.h"
+#include "common/log.h"
+#include "launcher/conn/peerlog.h"
+#include "tests/unit/test_util.h"
 
 static const struct peerlog_kind K_FRAMES = { "refused", "frame", "frames", "not TLS" };
 static const struct peerlog_kind K_CONNS = { "closed", "connection", "connections", "too many" };

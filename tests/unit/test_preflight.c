@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "preflight.h"
+#include "launcher/preflight/preflight.h"
 
 static char s_dir[256];
 

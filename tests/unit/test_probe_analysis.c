@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "probe_analysis.h"
-#include "probe_chart.h"
-#include "probe_html.h"
-#include "probe_report.h"
+#include "launcher/probe/analysis/probe_analysis.h"
+#include "launcher/probe/report/probe_chart.h"
+#include "launcher/probe/report/probe_html.h"
+#include "launcher/probe/report/probe_report.h"
 
 #include <math.h>
 #include <stdio.h>

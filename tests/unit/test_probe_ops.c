@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "probe_analysis.h"
-#include "probe_fmt.h"
-#include "probe_html.h"
-#include "probe_report.h"
-#include "probe_table.h"
+#include "launcher/probe/analysis/probe_analysis.h"
+#include "launcher/probe/measure/probe_fmt.h"
+#include "launcher/probe/report/probe_html.h"
+#include "launcher/probe/report/probe_report.h"
+#include "launcher/probe/report/probe_table.h"
 
 #include <math.h>
 #include <stdio.h>

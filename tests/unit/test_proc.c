@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "loop.h"
-#include "proc.h"
+#include "common/loop.h"
+#include "common/proc.h"
 
 #define MS 1000000ull
 

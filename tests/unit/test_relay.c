@@ -3,15 +3,15 @@
  * every item. HELLO first, OPENED, exact bytes up, heartbeats both ways, relay_down's MESSAGE/watch/DROP, SILENT,
  * CLOSED, batching, plaintext and over-cap clients refused, stale TLS records ignored. Every wait is a loop run
  * bounded by a deadline. */
-#include "tls_fixture.h"
+#include "tests/unit/tls_fixture.h"
 
 #include <zmq.h>
 
-#include "heartbeat.h"
-#include "log.h"
-#include "loop.h"
-#include "relay.h"
-#include "wire.h"
+#include "common/wire/heartbeat.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "launcher/relay/relay.h"
+#include "common/wire/wire.h"
 
 #define DEADLINE_MS 5000
 #define HB_MS 100

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "opts.h"
-#include "sched_detect.h"
+#include "launcher/opts/opts.h"
+#include "launcher/sched/sched_detect.h"
 
 static struct opts s_o;
 static char s_err[2048];

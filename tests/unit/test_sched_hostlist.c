@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched_hostlist.h"
+#include "launcher/sched/sched_hostlist.h"
 
 #define TH_MAX 64  /* hosts one test collects */
 

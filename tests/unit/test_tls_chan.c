@@ -1,6 +1,6 @@
 /* test_tls_chan: TLS 1.3 channels pumped in memory: both auth modes, every refusal with its reason, message bounds. */
-#include "tls_fixture.h"
-#include "tls_priv.h" /* white-box checks of the negotiated session */
+#include "tests/unit/tls_fixture.h"
+#include "common/tls/tls_priv.h" /* white-box checks of the negotiated session */
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

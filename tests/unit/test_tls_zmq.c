@@ -1,5 +1,5 @@
 /* test_tls_zmq: TLS channels over real ZeroMQ sockets: agent DEALER -> coordinator ROUTER on tcp://127.0.0.1. */
-#include "tls_fixture.h"
+#include "tests/unit/tls_fixture.h"
 
 #include <time.h>
 #include <zmq.h>

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "launcher/topo/topo.h"
 
 static const char *const s_2s8g_auto[] = {
     "rank 0: GPU 0 (0000:07:00.0), NUMA 0, CPUs 0-15, 8 cores: GPU locality (default: numa)",

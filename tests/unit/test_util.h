@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 
 /* A fresh mkdtemp directory; the path is malloc'd. */
 static inline char *tu_mkdtemp(const char *tag)

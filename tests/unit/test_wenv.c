@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wenv.h"
+#include "launcher/supervisor/wenv.h"
 
 static struct job s_job;
 static struct worker s_workers[2];

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
-#include "wire_samples.h"
+#include "common/wire/wire.h"
+#include "tests/unit/wire_samples.h"
 
 #ifndef PLAUNCH_VERSION
 #define PLAUNCH_VERSION "unknown"

@@ -3,9 +3,9 @@
 #ifndef PLAUNCH_TLS_FIXTURE_H
 #define PLAUNCH_TLS_FIXTURE_H
 
-#include "certs.h"
-#include "test_util.h"
-#include "tls_chan.h"
+#include "common/tls/certs.h"
+#include "tests/unit/test_util.h"
+#include "common/tls/tls_chan.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 #define SAMPLE_JOB "job-1"
 #define SAMPLE_GEN 3

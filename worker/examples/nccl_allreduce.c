@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "plaunch.h"
+#include <plaunch.h>
 
 #define COUNT (1 << 20)
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "plaunch.h"
+#include <plaunch.h>
 
 static void s_print(plaunch_t *p, const char *key, const unsigned char *id)
 {

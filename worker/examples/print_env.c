@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "plaunch.h"
+#include <plaunch.h>
 
 static const char *s_get(const char *name)
 {

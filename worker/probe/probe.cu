@@ -1,7 +1,7 @@
 /* probe.cu: plaunch-probe-worker, one rank of `plaunch probe`: options, preflight, NCCL setup, the measurements
  * in order. */
-#include "probe_worker.h"
-#include "probe_size.h"
+#include "worker/probe/probe_worker.h"
+#include "worker/probe/probe_size.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #ifdef HAVE_LIBPLAUNCH
-#include "plaunch.h"
+#include "worker/plaunch.h"
 #endif
 
 static struct pw_ctx s_ctx; /* for the error paths: they name host, pid and rank */

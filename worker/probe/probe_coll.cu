@@ -1,5 +1,5 @@
 /* probe_coll.cu: one collective as nccl-tests calls it (buffers, offsets, in place), its data check, the waits. */
-#include "probe_worker.h"
+#include "worker/probe/probe_worker.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,6 +1,6 @@
 /* probe_measure.cu: the probe's measurements: collective sweeps timed as nccl-tests times them, the pairwise
  * send/recv matrix, and the synthetic training step. */
-#include "probe_worker.h"
+#include "worker/probe/probe_worker.h"
 
 #include <math.h>
 #include <stdio.h>

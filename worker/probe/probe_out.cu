@@ -1,8 +1,8 @@
 /* probe_out.cu: rank 0 writes the measurement document (schema plaunch-probe/2, described in docs/probe.md). */
-#include "probe_worker.h"
+#include "worker/probe/probe_worker.h"
 
 extern "C" {
-#include "ownfile.h"
+#include "common/ownfile.h"
 }
 
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probe_op.h"
+#include "worker/probe/probe_op.h"
 
 #define PW_MAX_DEV 32    /* GPUs per node in the P2P row */
 #define PW_MAX_SIZES 64  /* message sizes in one sweep */

@@ -1,5 +1,5 @@
 /* agent_hang: this node's progress reports for the hang watch (agent_hang.h says how). */
-#include "agent_hang.h"
+#include "launcher/agent/watch/agent_hang.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -5,9 +5,9 @@
 
 #include <stddef.h>
 
-#include "job.h"
-#include "loop.h"
-#include "wire.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
+#include "common/wire/wire.h"
 
 typedef struct agent_hang agent_hang_t;
 /* Sends a REPORT of kind to the coordinator: body is that kind's message (Plaunch__Progress, ...), borrowed. */

@@ -3,7 +3,7 @@
  * so a wedged GPU never stalls the agent), writes monitor.NODE.csv (a row per rank per sample, rotated past
  * MON_CSV_ROTATE), keeps each rank's bounded series, runs the preflight checks before the first JOIN and gives
  * the coordinator this node's rank summaries. */
-#include "agent_mon.h"
+#include "launcher/agent/watch/agent_mon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,14 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "mon_csv.h"
-#include "mon_diag.h"
-#include "mon_json.h"
-#include "mon_sampler.h"
-#include "mon_series.h"
-#include "ownfile.h"
-#include "util.h"
+#include "common/log.h"
+#include "launcher/monitor/sampling/mon_csv.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_json.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
+#include "launcher/monitor/diagnosis/mon_series.h"
+#include "common/ownfile.h"
+#include "common/util.h"
 
 #define PREFLIGHT_DEADLINE_MS 20000
 /* A sample answer later than this is a stuck NVML call. */

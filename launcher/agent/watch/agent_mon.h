@@ -6,10 +6,10 @@
 
 #include <stddef.h>
 
-#include "job.h"
-#include "mon_sample.h"
-#include "mon_thresh.h"
-#include "loop.h"
+#include "launcher/job/job.h"
+#include "launcher/monitor/sampling/mon_sample.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
+#include "common/loop.h"
 
 typedef struct agent_mon agent_mon_t;
 

@@ -1,8 +1,8 @@
 /* agent_node: REPORT NODE_STATE: when this node's workers of the generation all started, when the first of them wrote,
  * and the monitor's latest GPU figures per rank (agent_node.h). */
-#include "agent_node.h"
+#include "launcher/agent/watch/agent_node.h"
 
-#include "log.h"
+#include "common/log.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,12 +8,12 @@
 
 #include <stddef.h>
 
-#include "agent_hang.h"
-#include "agent_mon.h"
-#include "goodput.h"
-#include "job.h"
-#include "loop.h"
-#include "wire.h"
+#include "launcher/agent/watch/agent_hang.h"
+#include "launcher/agent/watch/agent_mon.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
+#include "common/wire/wire.h"
 
 typedef struct agent_node agent_node_t;
 typedef void (*agent_node_send_fn)(void *arg, wire_report_t kind, void *body);

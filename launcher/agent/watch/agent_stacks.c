@@ -1,5 +1,5 @@
 /* agent_stacks: for a hung job, where each of this node's ranks is (agent_stacks.h says how). */
-#include "agent_stacks.h"
+#include "launcher/agent/watch/agent_stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +12,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hang_json.h"
-#include "hang_proc.h"
-#include "hang_pytb.h"
-#include "log.h"
-#include "proc.h"
-#include "wire.h"
+#include "launcher/hang/hang_json.h"
+#include "launcher/hang/hang_proc.h"
+#include "launcher/hang/hang_pytb.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "common/wire/wire.h"
 
 #define AS_OUT_MAX (4u << 20)     /* one __stacks answer */
 #define AS_TAIL (256u << 10)      /* the end of a rank's log searched for faulthandler's dump */

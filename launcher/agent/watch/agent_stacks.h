@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-#include "agent_hang.h"
-#include "job.h"
-#include "loop.h"
+#include "launcher/agent/watch/agent_hang.h"
+#include "launcher/job/job.h"
+#include "common/loop.h"
 
 typedef struct agent_stacks agent_stacks_t;
 

@@ -1,15 +1,15 @@
 /* coord_services: the job-wide services the coordinator gives agents in a generation: NCCL unique ids by key and
  * barriers with deadlines. Transport-free: messages come in through coord_services_on_msg and go out through the send
  * callback; barrier deadlines are timers of the caller's loop. */
-#include "coord_services.h"
+#include "launcher/coord/services/coord_services.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "lograte.h"
+#include "common/log.h"
+#include "common/lograte.h"
 
 /* Agents waiting for an answer about one key, each once: a bit per agent says who is in (a scan of the list on
  * every request made 16,384 agents asking for an id that was not there yet quadratic). */

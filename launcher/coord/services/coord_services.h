@@ -4,8 +4,8 @@
 #ifndef PLAUNCH_COORD_SERVICES_H
 #define PLAUNCH_COORD_SERVICES_H
 
-#include "loop.h"
-#include "wire.h"
+#include "common/loop.h"
+#include "common/wire/wire.h"
 
 #define COORD_MAX_KEYS 1024     /* NCCL id keys per generation; a program making more communicators is refused */
 #define COORD_MAX_BARRIERS 1024 /* barrier instances open at once, those that timed out included */

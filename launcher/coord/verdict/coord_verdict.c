@@ -1,11 +1,11 @@
 /* coord_verdict: the job's exit status, root cause and restart budget, by the one rule in coord_verdict.h. */
-#include "coord_verdict.h"
+#include "launcher/coord/verdict/coord_verdict.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 void coord_verdict_init(struct coord_verdict *v, int max_restarts)
 {

@@ -1,5 +1,5 @@
 /* mon_diag: a rank's steady state from its series, the job's findings across ranks (stragglers), the Health block. */
-#include "mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_findings.h"
+#include "launcher/monitor/diagnosis/mon_findings.h"
 
 const char *mon_diag_kind_name(enum mon_kind k)
 {

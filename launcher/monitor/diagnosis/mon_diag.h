@@ -6,9 +6,9 @@
 
 #include <stddef.h>
 
-#include "mon_sample.h"
-#include "mon_series.h"
-#include "mon_thresh.h"
+#include "launcher/monitor/sampling/mon_sample.h"
+#include "launcher/monitor/diagnosis/mon_series.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
 
 enum mon_kind {
     MON_INPUT_BOUND,       /* the GPU waits for input */

@@ -1,5 +1,5 @@
 /* mon_findings: one rank's findings as sentences: who (rank, GPU, node), the evidence in numbers, a next step. */
-#include "mon_findings.h"
+#include "launcher/monitor/diagnosis/mon_findings.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_MON_FINDINGS_H
 #define PLAUNCH_MON_FINDINGS_H
 
-#include "mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
 
 /* A straggler: the rank's value (GPU busy %, or host CPU % of a core when cpu) against its peers' median. */
 struct mon_straggle {

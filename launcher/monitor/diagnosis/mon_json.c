@@ -1,5 +1,5 @@
 /* mon_json: rank summaries to and from JSON (jansson): one table of fields, types and ranges for both ways. */
-#include "mon_json.h"
+#include "launcher/monitor/diagnosis/mon_json.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "common/wire/wire.h"
 
 _Static_assert(MON_JSON_MAX == WIRE_MAX_REPORT, "a health REPORT's bound is the wire's");
 

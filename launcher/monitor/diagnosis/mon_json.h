@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
 
 /* The largest text mon_json_decode takes (a REPORT's bound). A summary encodes to about 1 KiB: a node with more
  * than ~200 ranks sends them in several reports. */

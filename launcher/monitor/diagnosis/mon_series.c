@@ -1,5 +1,5 @@
 /* mon_series: a rank's samples in bounded memory: points of `merged` samples, neighbouring pairs merged when full. */
-#include "mon_series.h"
+#include "launcher/monitor/diagnosis/mon_series.h"
 
 #include <math.h>
 #include <stddef.h>

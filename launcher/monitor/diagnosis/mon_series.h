@@ -3,7 +3,7 @@
 #ifndef PLAUNCH_MON_SERIES_H
 #define PLAUNCH_MON_SERIES_H
 
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #define MON_SERIES_MAX 1024
 

@@ -1,5 +1,5 @@
 /* mon_thresh: the diagnosis thresholds: their defaults, and conf/monitor.ini's [monitor] section read over them. */
-#include "mon_thresh.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "optfile.h"
+#include "common/optfile.h"
 
 void mon_thresh_default(struct mon_thresh *t)
 {

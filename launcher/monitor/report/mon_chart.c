@@ -1,7 +1,7 @@
 /* mon_chart: the report's per-metric time-series charts (inline SVG), downsampled to a fixed number of buckets. */
-#include "mon_chart.h"
+#include "launcher/monitor/report/mon_chart.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "mon_report.h"
+#include "launcher/monitor/report/mon_report.h"
 
 #define MON_CHART_LINES 8   /* ranks drawn one line each; more are drawn as a band */
 #define MON_CHART_POINTS 600

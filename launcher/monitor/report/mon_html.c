@@ -1,13 +1,13 @@
 /* mon_html: plaunch report's self-contained HTML page (inline CSS and SVG, no script, no external resource). */
-#include "mon_html.h"
+#include "launcher/monitor/report/mon_html.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "mon_chart.h"
-#include "mon_report_out.h"
+#include "launcher/monitor/report/mon_chart.h"
+#include "launcher/monitor/report/mon_report_out.h"
 
 #ifndef PLAUNCH_VERSION
 #define PLAUNCH_VERSION "(version unknown)"

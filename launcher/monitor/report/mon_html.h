@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "mon_report.h"
+#include "launcher/monitor/report/mon_report.h"
 
 /* Writes the page of a read and judged report; 0, or -1 when out of memory (the page is incomplete). */
 int mon_html_page(FILE *out, const struct mon_report *r);

@@ -1,7 +1,7 @@
 /* mon_report: a job's monitor files read back into one bounded series per rank, and judged as the job would be. */
-#include "mon_report.h"
+#include "launcher/monitor/report/mon_report.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mon_csv.h"
-#include "mon_report_log.h"
-#include "mon_sampler.h"
+#include "launcher/monitor/sampling/mon_csv.h"
+#include "launcher/monitor/report/mon_report_log.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
 
 #define S_HASH (2 * MON_REPORT_RANKS_MAX) /* a power of two, at most half full */
 #define S_CHUNK (64u << 10)

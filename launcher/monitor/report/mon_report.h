@@ -4,15 +4,15 @@
 #ifndef PLAUNCH_MON_REPORT_H
 #define PLAUNCH_MON_REPORT_H
 
-#include "mon_csv.h"
+#include "launcher/monitor/sampling/mon_csv.h"
 
 #include <limits.h>
 #include <stdint.h>
 
-#include "goodput.h"
-#include "mon_diag.h"
-#include "mon_series.h"
-#include "mon_thresh.h"
+#include "launcher/goodput/goodput.h"
+#include "launcher/monitor/diagnosis/mon_diag.h"
+#include "launcher/monitor/diagnosis/mon_series.h"
+#include "launcher/monitor/diagnosis/mon_thresh.h"
 
 #define MON_REPORT_FILES_MAX 8192 /* monitor files in one log directory (two per node) */
 #define MON_REPORT_NODES_MAX 4096 /* distinct node names in them */

@@ -1,8 +1,8 @@
 /* mon_report_log: the root-cause and Health blocks of a job's plaunch logs, escaped of what a terminal would obey,
  * and its goodput ledger read back. */
-#include "mon_report_log.h"
+#include "launcher/monitor/report/mon_report_log.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "goodput.h"
+#include "launcher/goodput/goodput.h"
 
 #define MON_REPORT_LOG_BLOCK (16u << 10) /* a block's text; longer ones are cut with a note */
 #define MON_REPORT_LOG_LINE 4096         /* a log line; longer ones are cut */

@@ -1,7 +1,7 @@
 /* mon_report_out: plaunch report's terminal table and JSON document. */
-#include "mon_report_out.h"
+#include "launcher/monitor/report/mon_report_out.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "mon_json.h"
-#include "mon_report_log.h"
+#include "launcher/monitor/diagnosis/mon_json.h"
+#include "launcher/monitor/report/mon_report_log.h"
 
 #define S_NODE_W 24 /* node and GPU columns wider than this are cut (the JSON has them whole) */
 #define S_GPU_W 12

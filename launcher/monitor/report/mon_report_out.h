@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "mon_report.h"
+#include "launcher/monitor/report/mon_report.h"
 
 /* The report's first line ("LOGDIR: 8 ranks on 2 nodes, 15.0 min of samples (FROM to TO), ...") into buf. */
 void mon_report_out_headline(const struct mon_report *r, char *buf, size_t cap);

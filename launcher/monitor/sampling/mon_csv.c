@@ -1,8 +1,8 @@
 /* mon_csv: monitor.NODE.csv rows: one table of columns (name, type, field, range) serves the header, the writer and
  * the reader, so they cannot disagree. Numbers are written in the C locale (plaunch never calls setlocale). */
-#include "mon_csv.h"
+#include "launcher/monitor/sampling/mon_csv.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <errno.h>
 #include <inttypes.h>

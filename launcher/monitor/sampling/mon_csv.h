@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #define MON_CSV_LINE_MAX 1024
 /* monitor.NODE.csv is renamed to monitor.NODE.csv.1 (replacing the older one) when it reaches this size (the

@@ -1,5 +1,5 @@
 /* mon_gpu: per-device NVML metrics, once per round; per-rank GPU memory; fine utilization samples; Xid events. */
-#include "mon_gpu.h"
+#include "launcher/monitor/sampling/mon_gpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 
 #include <sys/types.h>
 
-#include "mon_nvml.h"
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_nvml.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 /* A fine sample below this utilization counts as idle. */
 #define MON_GPU_IDLE_PCT 5.0

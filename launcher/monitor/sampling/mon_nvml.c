@@ -1,6 +1,6 @@
 /* mon_nvml: loads NVML with dlopen, fills the call table, and the lookups (handle, PCI id, processes, CUDA version)
  * that the sample and the preflight share. */
-#include "mon_nvml.h"
+#include "launcher/monitor/sampling/mon_nvml.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

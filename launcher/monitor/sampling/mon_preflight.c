@@ -1,8 +1,8 @@
 /* mon_preflight: the per-GPU checks before a job starts (found, answering, retired pages, remapped rows,
  * uncorrectable ECC, foreign processes), one finding per line. */
-#include "mon_preflight.h"
+#include "launcher/monitor/sampling/mon_preflight.h"
 
-#include "mon_wire.h"
+#include "launcher/monitor/sampling/mon_wire.h"
 
 #include <stdarg.h>
 #include <stdio.h>

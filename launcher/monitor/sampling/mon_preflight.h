@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "mon_nvml.h"
-#include "mon_proc.h"
+#include "launcher/monitor/sampling/mon_nvml.h"
+#include "launcher/monitor/sampling/mon_proc.h"
 
 /* Checks gpus[0..n); ours is the process whose tree counts as ours (the agent). The findings go into text as
  * NUL-terminated lines (at most MON_WIRE_LINE_MAX each, cap in all; what does not fit is counted in a last line);

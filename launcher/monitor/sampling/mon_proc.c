@@ -1,5 +1,5 @@
 /* mon_proc: a rank's process tree from /proc and its RSS, threads and CPU share; the node's available memory. */
-#include "mon_proc.h"
+#include "launcher/monitor/sampling/mon_proc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #define MON_PROC_TREE_MAX 4096 /* processes of one rank that are counted */
 

@@ -1,5 +1,5 @@
 /* mon_sample: the one-rank sample's constructor: every metric unknown (NAN, or -1), the ids zero. */
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,11 +1,11 @@
 /* mon_sampler: the agent's handle on the sampler process: spawn (posix_spawn through the child registry, no fork:
  * the agent has threads), non-blocking requests, answers read incrementally into a buffer bounded by what was
  * asked, kill and reap. */
-#include "mon_sampler.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
 
-#include "loop.h"
-#include "mon_wire.h"
-#include "proc.h"
+#include "common/loop.h"
+#include "launcher/monitor/sampling/mon_wire.h"
+#include "common/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "mon_sample.h"
+#include "launcher/monitor/sampling/mon_sample.h"
 
 #define MON_TARGETS_MAX 1024  /* ranks of one node */
 

@@ -1,13 +1,13 @@
 /* mon_sampler_proc: the sampler process (`plaunch __monitor`): one request at a time from stdin, one answer each on
  * stdout (frames of mon_wire.h); NVML, /proc and the preflight checks are its only work. */
-#include "mon_sampler.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
 
-#include "mon_gpu.h"
-#include "mon_nvml.h"
-#include "mon_preflight.h"
-#include "mon_proc.h"
-#include "mon_wire.h"
-#include "util.h"
+#include "launcher/monitor/sampling/mon_gpu.h"
+#include "launcher/monitor/sampling/mon_nvml.h"
+#include "launcher/monitor/sampling/mon_preflight.h"
+#include "launcher/monitor/sampling/mon_proc.h"
+#include "launcher/monitor/sampling/mon_wire.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* mon_wire: sizes and header checks of the sampler's protocol (the frames are described in mon_wire.h). */
-#include "mon_wire.h"
+#include "launcher/monitor/sampling/mon_wire.h"
 
 #include <stdio.h>
 

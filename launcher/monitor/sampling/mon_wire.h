@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mon_sample.h"
-#include "mon_sampler.h"
+#include "launcher/monitor/sampling/mon_sample.h"
+#include "launcher/monitor/sampling/mon_sampler.h"
 
 #define MON_WIRE_MAGIC 0x314d4c50u /* "PLM1" */
 #define MON_WIRE_SAMPLES 'S'

@@ -1,8 +1,8 @@
 /* probe_analysis: turns probe measurements into scaling figures and one verdict line per finding. */
-#include "probe_analysis.h"
+#include "launcher/probe/analysis/probe_analysis.h"
 
-#include "probe_fmt.h"
-#include "probe_preflight.h"
+#include "launcher/probe/measure/probe_fmt.h"
+#include "launcher/probe/analysis/probe_preflight.h"
 
 #include <math.h>
 #include <stdarg.h>

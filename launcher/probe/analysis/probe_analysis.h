@@ -5,8 +5,8 @@
 /* Ownership: probe_analyse returns an analysis the caller frees with probe_analysis_destroy; it borrows nothing
  * from the measurements, so either may be freed first. */
 
-#include "probe_meas.h"
-#include "probe_thresholds.h"
+#include "launcher/probe/measure/probe_meas.h"
+#include "launcher/probe/analysis/probe_thresholds.h"
 
 /* Exit status of `plaunch probe` when at least one flag fired (docs/probe.md). */
 #define PROBE_EXIT_FLAGGED 3

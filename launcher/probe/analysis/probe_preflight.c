@@ -1,8 +1,8 @@
 /* probe_preflight: verdicts on the GPUs and links before any bandwidth: versions, P2P, slow pairs, sums. */
-#include "probe_preflight.h"
+#include "launcher/probe/analysis/probe_preflight.h"
 
-#include "gpus.h"
-#include "probe_fmt.h"
+#include "common/gpus/gpus.h"
+#include "launcher/probe/measure/probe_fmt.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_PREFLIGHT_H
 #define PLAUNCH_PROBE_PREFLIGHT_H
 
-#include "probe_analysis.h"
+#include "launcher/probe/analysis/probe_analysis.h"
 
 /* Appends the preflight, pairwise and verification verdicts to a; -1 when out of memory. */
 int probe_preflight_check(const struct probe_meas *m, const struct probe_thresholds *t, struct probe_analysis *a);

@@ -1,5 +1,5 @@
 /* probe_thresholds: the limits that make `plaunch probe` flag a finding, read from conf/probe.ini (inih). */
-#include "probe_thresholds.h"
+#include "launcher/probe/analysis/probe_thresholds.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "optfile.h"
+#include "common/optfile.h"
 
 void probe_thresholds_default(struct probe_thresholds *t)
 {

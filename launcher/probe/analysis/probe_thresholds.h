@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_THRESHOLDS_H
 #define PLAUNCH_PROBE_THRESHOLDS_H
 
-#include "probe_meas.h"
+#include "launcher/probe/measure/probe_meas.h"
 
 #define PROBE_MAX_EFF_KEYS 32
 

@@ -1,6 +1,6 @@
 /* probe_verdict: the findings list of a probe analysis: appending a verdict, naming a severity. The bottom floor
  * of the analysis: probe_analysis.c and probe_preflight.c both add to it, it calls neither. */
-#include "probe_analysis.h"
+#include "launcher/probe/analysis/probe_analysis.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* probe_err: the error record every probe function that can fail fills. */
-#include "probe_err.h"
+#include "launcher/probe/measure/probe_err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

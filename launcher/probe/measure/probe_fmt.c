@@ -1,5 +1,5 @@
 /* probe_fmt: how the probe's reports spell versions, sizes and rank lists. */
-#include "probe_fmt.h"
+#include "launcher/probe/measure/probe_fmt.h"
 
 #include <stdio.h>
 #include <string.h>

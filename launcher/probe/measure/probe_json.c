@@ -1,7 +1,7 @@
 /* probe_json: typed reads of JSON fields whose failures name the file, the field's path and what was expected. */
-#include "probe_json.h"
+#include "launcher/probe/measure/probe_json.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_JSON_H
 #define PLAUNCH_PROBE_JSON_H
 
-#include "probe_err.h"
+#include "launcher/probe/measure/probe_err.h"
 
 #include <jansson.h>
 

@@ -1,7 +1,7 @@
 /* probe_meas: loads and validates a probe measurement document (schemas plaunch-probe/2 and /1). */
-#include "probe_meas.h"
-#include "probe_json.h"
-#include "probe_meas_load.h"
+#include "launcher/probe/measure/probe_meas.h"
+#include "launcher/probe/measure/probe_json.h"
+#include "launcher/probe/measure/probe_meas_load.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "optfile.h"
+#include "common/optfile.h"
 
 double probe_algbw(uint64_t bytes, double time_us)
 {

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probe_err.h"
-#include "probe/probe_op.h"
+#include "launcher/probe/measure/probe_err.h"
+#include "worker/probe/probe_op.h"
 
 #define PROBE_SCHEMA "plaunch-probe/2"
 #define PROBE_SCHEMA_1 "plaunch-probe/1" /* read too: AllReduce alone, out of place, CUDA-event timing */

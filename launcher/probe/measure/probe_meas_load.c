@@ -1,6 +1,6 @@
 /* probe_meas_load: the sections of a measurement document (config, GPUs, P2P, sweeps, steps, pairwise), each
  * read and checked field by field. */
-#include "probe_meas_load.h"
+#include "launcher/probe/measure/probe_meas_load.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
 /* Each reads one section into the record's memory (allocating what it holds, freed by probe_meas_destroy);
  * -1 with ld->err naming the file, the field's path and what was expected. */
 
-#include "probe_json.h"
-#include "probe_meas.h"
+#include "launcher/probe/measure/probe_json.h"
+#include "launcher/probe/measure/probe_meas.h"
 
 /* config; c->schema must be set (it decides the defaults of ops, dtype and timing). */
 int probe_meas_load_config(struct probe_jctx *ld, const json_t *root, struct probe_config *c);

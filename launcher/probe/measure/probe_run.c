@@ -1,8 +1,8 @@
 /* probe_run: the live side of `plaunch probe`: is there a GPU, where is the worker, how it is started. */
-#include "probe_run.h"
+#include "launcher/probe/measure/probe_run.h"
 
-#include "proc.h"
-#include "util.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
 /* Calling rules: nothing here initialises CUDA in the launcher (a child forked after CUDA init fails), so GPUs
  * are counted through NVML loaded at run time and every CUDA call happens in the worker process. */
 
-#include "probe_meas.h"
+#include "launcher/probe/measure/probe_meas.h"
 
 /* What the worker measures; strings as the user gave them (validated by cmd_probe), NULL = worker default. */
 struct probe_run_opts {

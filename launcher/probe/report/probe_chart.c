@@ -1,8 +1,8 @@
 /* probe_chart: the inline SVG charts of the probe's HTML page (busbw vs size per N, efficiency vs N). */
-#include "probe_chart.h"
+#include "launcher/probe/report/probe_chart.h"
 
-#include "mon_chart.h"
-#include "probe_fmt.h"
+#include "launcher/monitor/report/mon_chart.h"
+#include "launcher/probe/measure/probe_fmt.h"
 
 #include <math.h>
 #include <stdlib.h>

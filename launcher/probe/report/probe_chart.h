@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_CHART_H
 #define PLAUNCH_PROBE_CHART_H
 
-#include "probe_analysis.h"
+#include "launcher/probe/analysis/probe_analysis.h"
 
 #include <stdio.h>
 

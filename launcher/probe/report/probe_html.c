@@ -1,12 +1,12 @@
 /* probe_html: the probe's report as one self-contained HTML page (inline CSS and SVG, no external resources). */
-#include "probe_html.h"
+#include "launcher/probe/report/probe_html.h"
 
-#include "esc.h"
+#include "common/esc/esc.h"
 
-#include "probe_chart.h"
-#include "probe_fmt.h"
-#include "probe_report.h"
-#include "probe_table.h"
+#include "launcher/probe/report/probe_chart.h"
+#include "launcher/probe/measure/probe_fmt.h"
+#include "launcher/probe/report/probe_report.h"
+#include "launcher/probe/report/probe_table.h"
 
 #include <math.h>
 #include <stdlib.h>

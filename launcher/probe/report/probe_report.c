@@ -1,8 +1,8 @@
 /* probe_report: the probe's terminal table and its JSON report (the measurements plus the analysis). */
-#include "probe_report.h"
+#include "launcher/probe/report/probe_report.h"
 
-#include "probe_fmt.h"
-#include "probe_table.h"
+#include "launcher/probe/measure/probe_fmt.h"
+#include "launcher/probe/report/probe_table.h"
 
 #include <errno.h>
 #include <math.h>

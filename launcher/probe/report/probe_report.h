@@ -2,8 +2,8 @@
 #ifndef PLAUNCH_PROBE_REPORT_H
 #define PLAUNCH_PROBE_REPORT_H
 
-#include "ownfile.h"
-#include "probe_analysis.h"
+#include "common/ownfile.h"
+#include "launcher/probe/analysis/probe_analysis.h"
 
 #include <jansson.h>
 #include <stdio.h>

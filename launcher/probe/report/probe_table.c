@@ -1,7 +1,7 @@
 /* probe_table: one sweep as nccl-tests prints it (*_perf's columns, units and number format, Avg bus bandwidth). */
-#include "probe_table.h"
+#include "launcher/probe/report/probe_table.h"
 
-#include "probe_fmt.h"
+#include "launcher/probe/measure/probe_fmt.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
 #ifndef PLAUNCH_PROBE_TABLE_H
 #define PLAUNCH_PROBE_TABLE_H
 
-#include "probe_meas.h"
+#include "launcher/probe/measure/probe_meas.h"
 
 #include <stdio.h>
 
