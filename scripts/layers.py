@@ -4,8 +4,9 @@
 Usage: scripts/layers.py BUILD_DIR [--graph]   (from the root of a source tree built into BUILD_DIR)
 
 It reads three kinds of edge:
-  include   a source or header's `#include "..."`, resolved as the build resolves it (the including file's own
-            folder, then every source folder, which the Makefile passes as -I), to the header's folder;
+  include   a source or header's `#include "..."`, which names the header by its path from the source root
+            ("launcher/coord/verdict/coord_verdict.h"; a generated header by its schema's path:
+            "common/wire/wire.pb-c.h"), to the header's folder; the public header is <plaunch.h> (worker/);
   symbol    an object's undefined symbol that another folder's object defines (nm of BUILD_DIR/obj);
   callback  a function stored into another folder's struct field or passed to another folder's function (read
             from the sources: a function name used other than in a call): the receiving folder calls it later.
@@ -16,6 +17,7 @@ and fails (exit 1) on
     listed below it); a callback is fine when the folder above registers its own function into the folder
     below (the lower folder calls up only through what it was handed), or when it goes down the map;
   - an edge that breaks one of RULES below, whatever the map says;
+  - an include by a bare name or a relative path (the folder of every dependency is visible at the include);
   - a folder README.md whose "May call:" line does not list exactly the folders that folder's code depends on;
   - a folder of more than MAX_SOURCES sources, a private header (*_priv.h) of more than MAX_PRIV_LINES lines;
   - an entry of EXCEPTIONS or SIZE_EXCEPTIONS that no longer matches (remove it: the violation is gone).
@@ -108,14 +110,19 @@ def strip_c(text):
     return "".join(out)
 
 
+PUBLIC_HEADER = ("plaunch.h", "worker/plaunch.h")  # <plaunch.h>, as its users (and worker/examples/) include it
+
+
 def includes(path):
-    """[(line, name)] of the file's quoted includes."""
+    """[(line, name)] of the file's quoted includes, and of <plaunch.h> (as its path in the tree)."""
     out = []
     with open(path, errors="replace") as f:
         for ln, line in enumerate(f, 1):
-            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
-            if m:
+            m = re.match(r'\s*#\s*include\s+(?:"([^"]+)"|<([^>]+)>)', line)
+            if m and m.group(1):
                 out.append((ln, m.group(1)))
+            elif m and m.group(2) == PUBLIC_HEADER[0]:
+                out.append((ln, PUBLIC_HEADER[1]))
     return out
 
 
@@ -277,8 +284,8 @@ class Tree:
         for f in self.files:
             other = seen.setdefault(os.path.basename(f), f)
             if other != f:
-                self.problems.append(f"{f} and {other}: two source files of one name (includes by name and "
-                                     f"EXCEPTIONS would be ambiguous): rename one")
+                self.problems.append(f"{f} and {other}: two source files of one name (EXCEPTIONS name "
+                                     f"files without their folder): rename one")
 
     def add(self, a, b, kind, f, what):
         key = (os.path.basename(f), kind, what)
@@ -288,29 +295,35 @@ class Tree:
 
 
 def read_includes(t):
-    """Include edges; returns the graph of headers including headers."""
-    gen_folder = {n[:-len(".proto")] + ".pb-c.h": d for top in ROOTS for d, _, ns in os.walk(top) for n in ns
-                  if n.endswith(".proto")}
+    """Include edges; returns the graph of headers including headers. An include names its header by its path from
+    the source root (the build passes -I. and the generated headers' folder), so the folder of every dependency is
+    visible where it is used: a bare name ("log.h") or a relative one ("../log.h") is refused, with the path to
+    write instead."""
+    gen_folder = {os.path.join(d, n[:-len(".proto")] + ".pb-c.h"): d for top in ROOTS for d, _, ns in os.walk(top)
+                  for n in ns if n.endswith(".proto")}
+    by_name = {}
+    for f in t.files:
+        by_name.setdefault(os.path.basename(f), []).append(f)
     header_graph = {}
     for f in t.files:
         for ln, name in includes(f):
-            cands = [os.path.normpath(os.path.join(os.path.dirname(f), name))]
-            cands += [os.path.normpath(os.path.join(d, name)) for d in t.folders]
-            hits = []
-            for c in cands:
-                if os.path.isfile(c) and c not in hits:
-                    hits.append(c)
-            if not hits:
-                b = gen_folder.get(os.path.basename(name))
-                if b is None:
-                    t.problems.append(f"{f}:{ln}: includes \"{name}\", which is no file of the tree")
-                    continue
+            if name in gen_folder:
+                b = gen_folder[name]
+            elif os.path.normpath(name) == name and name.split("/")[0] in ROOTS and os.path.isfile(name):
+                b = t.folder_of.get(name, os.path.dirname(name))
+                if f.endswith(".h") and name.endswith(".h"):
+                    header_graph.setdefault(f, set()).add(name)
             else:
-                if len(hits) > 1 and hits[0] != cands[0]:
-                    t.problems.append(f"{f}:{ln}: \"{name}\" names several headers ({', '.join(hits)}): rename one")
-                b = t.folder_of.get(hits[0], os.path.dirname(hits[0]))
-                if f.endswith(".h") and hits[0].endswith(".h"):
-                    header_graph.setdefault(f, set()).add(hits[0])
+                local = os.path.normpath(os.path.join(os.path.dirname(f), name))
+                known = [local] if local in t.folder_of else by_name.get(os.path.basename(name), [])
+                gen = [g for g in gen_folder if os.path.basename(g) == os.path.basename(name)]
+                paths = known + gen
+                if paths:
+                    t.problems.append(f"{f}:{ln}: includes \"{name}\" by a bare or relative name: write its path "
+                                      f"from the source root ({' or '.join(chr(34) + p + chr(34) for p in paths)})")
+                else:
+                    t.problems.append(f"{f}:{ln}: includes \"{name}\", which is no file of the tree")
+                continue
             if b != t.folder_of[f]:
                 t.add(t.folder_of[f], b, "include", f, os.path.basename(name))
     return header_graph

@@ -1,10 +1,11 @@
 #!/bin/bash
 # layout.t: the tree is the architecture: dependencies (includes, symbols, callbacks) only go down the layer map of
 # docs/design.md, with no cycle and every folder README's "May call:" line true (scripts/layers.py, which must
-# also catch a planted header cycle and a planted cross-folder call in a copy of the tree); no source file over
+# also catch a planted header cycle, a planted cross-folder call and an include by a bare name in a copy of the
+# tree); no source file over
 # 500 lines, a purpose comment at the top of every source file, a README per part.
 . "$(dirname "$0")/lib.sh"
-plan 11
+plan 13
 cd "$PLAUNCH_SRC" || exit 1
 out=$(python3 scripts/layers.py "$PLAUNCH_BUILD" 2>&1)
 like "$out" "^layers: .* no cycle, every edge down the map" "the layer check passes on the tree (scripts/layers.py)"
@@ -35,12 +36,26 @@ like "$out" "^layers: " "the copy of the tree passes as the tree does"
 
 # A header cycle: job.h including the supervisor, whose headers include job.h.
 cp launcher/job/job.h "$T/job.h.orig"
-sed -i '0,/#include "opts.h"/s//#include "opts.h"\n#include "supervise.h"/' launcher/job/job.h
+sed -i '0,/#include "launcher\/opts\/opts.h"/s//#include "launcher\/opts\/opts.h"\n#include "launcher\/supervisor\/supervise.h"/' \
+    launcher/job/job.h
 out=$(python3 scripts/layers.py build 2>&1)
 like "$out" "^header cycle \(includes\): launcher/job/job.h <-> launcher/supervisor/supervise.h$" \
     "a planted header cycle is caught as a cycle between headers"
 like "$out" "^folder cycle: launcher/job/ <-> launcher/supervisor/$" "... and between their folders"
 cp "$T/job.h.orig" launcher/job/job.h
+
+# An include by a bare name, as the build resolved them before every include became a path from the root.
+cp launcher/coord/coord_end.c "$T/coord_end.c.orig"
+sed -i '0,/#include "common\/log.h"/s//#include "log.h"/' launcher/coord/coord_end.c
+out=$(python3 scripts/layers.py build 2>&1)
+like "$out" "^launcher/coord/coord_end.c:[0-9]*: includes \"log.h\" by a bare or relative name: write its path from the source root \(\"common/log.h\"\)$" \
+    "an include by a bare name is refused, naming the path to write"
+cp "$T/coord_end.c.orig" launcher/coord/coord_end.c
+sed -i '0,/#include "common\/log.h"/s//#include "..\/..\/common\/log.h"/' launcher/coord/coord_end.c
+out=$(python3 scripts/layers.py build 2>&1)
+like "$out" "^launcher/coord/coord_end.c:[0-9]*: includes \"../../common/log.h\" by a bare or relative name" \
+    "... and so is one by a relative path"
+cp "$T/coord_end.c.orig" launcher/coord/coord_end.c
 
 # A cross-folder call against the map: hang/ calling into the supervisor, with no include to show it.
 printf '%s\n' '/* hang_planted: a call the layer map forbids. */' 'int supervise_start(void *s);' \
