@@ -176,6 +176,14 @@ static void s_job(void *arg, struct mtext *t)
                  "time less recomputed steps, over wall time (0 to 1).");
     if (isfinite(sum.goodput))
         mtext_sample(t, "plaunch_job_goodput_ratio", NULL, 0, sum.goodput);
+    mtext_family(t, "plaunch_spares", "gauge", "Hot spares (--spares) standing by, by state: standby, or "
+                 "swapped_out (its workers failed two generations in a row: taken last).");
+    for (int s = 0; s < GP_NSPARE_STATES; s++) {
+        kv[0] = "state", kv[1] = gp_spare_state_name((enum gp_spare_state)s);
+        mtext_sample(t, "plaunch_spares", kv, 1, gp_spares_count(g, (enum gp_spare_state)s));
+    }
+    mtext_family(t, "plaunch_spare_swaps_total", "counter", "Spares that took a lost or swapped-out node's rank.");
+    mtext_sample(t, "plaunch_spare_swaps_total", NULL, 0, gp_swaps_total(g));
 }
 
 void agent_metrics_coord(agent_t *ac, const gp_t *gp)

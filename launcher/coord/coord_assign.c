@@ -143,10 +143,12 @@ static void s_promote(coord_server_t *cs, struct peer *p, int r)
     char line[WIRE_MAX_HOST * 2 + 64];
     coord_members_set_spare(cs, (int)(p - cs->peers), 0);
     m->swaps++;
+    double after = -1;
     if (m->lost_ns) {
-        m->last_swap_s = (double)(loop_now_ns() - m->lost_ns) / 1e9;
+        after = m->last_swap_s = (double)(loop_now_ns() - m->lost_ns) / 1e9;
         m->lost_ns = 0;
     }
+    gp_spare_swap(cs->gp, cs->generation, r, p->host, after); /* the model: status, ledger, metrics */
     log_warn("generation %u: spare %s (%s) takes node rank %d, %.3f s after the node was lost or swapped out",
              cs->generation, p->host, p->addr, r, m->last_swap_s);
     snprintf(line, sizeof line, "%sgeneration %u: node rank %d to %s (%s), %.3f s", m->swap_log[0] ? "; " : "",

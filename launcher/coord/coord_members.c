@@ -4,8 +4,11 @@
  * rendezvous quadratic (docs/design.md, "The coordinator at scale"). */
 #include "launcher/coord/coord_priv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "launcher/goodput/goodput.h"
 
 #define CM_MIN_RANKS 64
 
@@ -97,6 +100,20 @@ void coord_members_unset(coord_server_t *cs, int peer)
     s_count(&cs->members, p->joined_gen, -1);
 }
 
+/* The spares into the job's model (status view, metrics): after each change, a scan of the members (spares change
+ * at a generation's start or when one leaves, not per message). */
+static void s_spares_model(coord_server_t *cs)
+{
+    struct cm_spare l[GP_STATUS_SPARES];
+    struct gp_spare sp[GP_STATUS_SPARES];
+    int n = coord_members_spare_list(cs, l, GP_STATUS_SPARES);
+    for (int i = 0; i < n; i++) {
+        snprintf(sp[i].host, sizeof sp[i].host, "%s", l[i].host);
+        sp[i].state = l[i].state == CM_SPARE_SUSPECT ? GP_SPARE_SWAPPED_OUT : GP_SPARE_STANDBY;
+    }
+    gp_spares_set(cs->gp, sp, n, cs->members.standby - cs->members.standby_suspect, cs->members.standby_suspect);
+}
+
 void coord_members_set_spare(coord_server_t *cs, int peer, int on)
 {
     struct coord_members *m = &cs->members;
@@ -109,6 +126,7 @@ void coord_members_set_spare(coord_server_t *cs, int peer, int on)
     p->spare = on;
     if (!on)
         p->suspect = 0; /* it runs again: the next failures are judged afresh */
+    s_spares_model(cs);
 }
 
 int coord_members_spares(const coord_server_t *cs, int healthy)

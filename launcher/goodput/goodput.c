@@ -35,6 +35,8 @@ void gp_free(gp_t **pg)
     free(g->gens);
     free(g->nodes);
     free(g->ranks);
+    free(g->spares);
+    free(g->swaps);
     free(g);
     *pg = NULL;
 }

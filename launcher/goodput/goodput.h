@@ -22,6 +22,8 @@
 #define GP_STATUS_RANKS 1024  /* ranks listed there */
 #define GP_STATUS_MAX (256u << 10) /* the largest status.json written or read */
 #define GP_LEDGER_MAX (64u << 20)  /* the largest goodput.jsonl read back */
+#define GP_STATUS_SPARES 32   /* spares listed in the model and status.json (the rest counted) */
+#define GP_STATUS_SWAPS 32    /* the last swaps kept there (the rest counted) */
 
 enum gp_cause {
     GP_CAUSE_WORKER,    /* a worker failed (exit status or signal) */
@@ -63,6 +65,8 @@ struct gp_incident {
     long long step_after;       /* the first step the next generation reported (-1: none yet) */
     long long steps_lost;       /* step_before - step_after + 1 when both are known and that is > 0; else 0 */
     double recompute_s;         /* steps_lost at the step time of the generation it ended; 0 unknown */
+    char replaced_by[GP_HOST_MAX]; /* the hosts of the spares that took node ranks in the generation after it,
+                                 * ", "-separated (cut); "" none */
 };
 
 enum gp_node_state { GP_NODE_JOINING, GP_NODE_RUNNING, GP_NODE_RESTARTING, GP_NODE_LOST, GP_NODE_DONE,
@@ -95,6 +99,21 @@ struct gp_gen {
     double run_t;               /* its first progress; -1 none yet */
     double end_t;               /* its end (an incident occurred, or the job ended); -1 running */
     long long first_step, last_step; /* the lowest first and highest last step reported; -1 none */
+};
+
+/* Hot spares (--spares): a member standing by, ready to take a lost node's rank; swapped out: one that stands by
+ * after its workers failed two generations in a row (taken last). */
+enum gp_spare_state { GP_SPARE_STANDBY, GP_SPARE_SWAPPED_OUT, GP_NSPARE_STATES };
+struct gp_spare {
+    char host[GP_HOST_MAX];
+    enum gp_spare_state state;
+};
+/* A spare that took a node rank. */
+struct gp_swap {
+    uint32_t generation;        /* the generation it runs in */
+    int node_rank;
+    char host[GP_HOST_MAX];     /* the spare's host */
+    double after_s;             /* from the loss (or swap-out) of the node to the generation's ASSIGN; -1 unknown */
 };
 
 /* The job's account at a time: what the summary, the ledger's last line and the metrics show. */
@@ -153,6 +172,11 @@ void gp_node_heard(gp_t *g, int node_rank, uint64_t now_ns, uint64_t started_ago
 void gp_rank_progress(gp_t *g, int rank, int node, long long step, uint64_t out_age_ms, uint64_t now_ns);
 /* A rank's GPU from the monitor (NAN unknown). */
 void gp_rank_gpu(gp_t *g, int rank, double util, double mem_mib, double mem_total_mib);
+/* The spares standing by now: n of them listed (at most GP_STATUS_SPARES are kept), standby and swapped_out
+ * counted whether listed or not. */
+void gp_spares_set(gp_t *g, const struct gp_spare *list, int n, int standby, int swapped_out);
+/* A spare took node_rank at generation's ASSIGN; it is the open incident's replacement (replaced_by). */
+void gp_spare_swap(gp_t *g, uint32_t generation, int node_rank, const char *host, double after_s);
 /* The job ended now with exit_status: the open incident (if any) becomes final, the last generation ends. */
 void gp_finish(gp_t *g, uint64_t now_ns, int exit_status);
 
@@ -172,15 +196,28 @@ int gp_nnodes(const gp_t *g);
 const struct gp_node *gp_node(const gp_t *g, int i);   /* by index, in node rank order */
 int gp_nranks(const gp_t *g);
 const struct gp_rank *gp_rank(const gp_t *g, int i);   /* by index, in rank order */
+/* Spares: standing by in a state; listed (at most GP_STATUS_SPARES); swaps so far, and the last ones kept (oldest
+ * first, at most GP_STATUS_SWAPS). */
+int gp_spares_count(const gp_t *g, enum gp_spare_state s);
+int gp_nspares(const gp_t *g);
+const struct gp_spare *gp_spare(const gp_t *g, int i);
+int gp_swaps_total(const gp_t *g);
+int gp_nswaps(const gp_t *g);
+const struct gp_swap *gp_swap(const gp_t *g, int i);
+/* "spares: 1 standing by (node3), 1 swap: node rank 1 -> node3 in 0.28 s" (the last swap), "" with no spare and no
+ * swap; raw host bytes: the caller escapes. Returns the length. */
+size_t gp_spares_text(const gp_t *g, char *buf, size_t cap);
 /* A phase's lost time in an incident (-1: not reached). */
 double gp_incident_phase(const struct gp_incident *in, enum gp_phase p);
 /* Names as the ledger, status and metrics spell them: "worker-failure" "node-loss" "hang" "scale-change"
  * "stop-request"; "detect" "teardown" "rendezvous" "start" "init"; "joining" "running" "restarting" "lost" "done";
- * marks "occurred" "detected" "teardown_done" "rendezvous_done" "workers_started" "first_progress". */
+ * marks "occurred" "detected" "teardown_done" "rendezvous_done" "workers_started" "first_progress"; spares
+ * "standby" "swapped_out". */
 const char *gp_cause_name(enum gp_cause c);
 const char *gp_phase_name(enum gp_phase p);
 const char *gp_mark_name(enum gp_mark m);
 const char *gp_node_state_name(enum gp_node_state s);
+const char *gp_spare_state_name(enum gp_spare_state s);
 
 /* The one-line summary of the console's status line: "plaunch: generation 1 | 8 ranks on 2 nodes | running |
  * step 1200 (3.1/s) | goodput 97.2 % | 1 incident", or the incident's phase while one is open; at most width

@@ -88,6 +88,7 @@ static int s_incident(gp_t *g, struct gp_rd *rd, const json_t *o)
     s_str(o, "host", in->host, sizeof in->host);
     s_str(o, "text", in->text, sizeof in->text);
     s_str(o, "hang_groups", in->group, sizeof in->group);
+    s_str(o, "replaced_by", in->replaced_by, sizeof in->replaced_by);
     const json_t *marks = json_object_get(o, "marks");
     for (int m = 0; m < GP_NMARKS; m++)
         in->at[m] = s_dbl(rd, marks, gp_mark_name((enum gp_mark)m), -1);
@@ -190,6 +191,38 @@ gp_t *gp_ledger_load(const char *text, size_t len, char *err, size_t errlen)
     return g;
 }
 
+static const char *s_spare_n(int i) { return gp_spare_state_name((enum gp_spare_state)i); }
+
+/* status.json's spares and swaps: at most GP_STATUS_SPARES and GP_STATUS_SWAPS read, each field in range. */
+static void s_spares(gp_t *g, struct gp_rd *rd, const json_t *o)
+{
+    struct gp_spare sp[GP_STATUS_SPARES];
+    const json_t *x;
+    size_t i;
+    int n = 0;
+    json_array_foreach(json_object_get(o, "spares"), i, x) {
+        if (n >= GP_STATUS_SPARES)
+            break;
+        int st = s_name(x, "state", s_spare_n, GP_NSPARE_STATES);
+        s_str(x, "host", sp[n].host, sizeof sp[n].host);
+        sp[n++].state = st < 0 ? GP_SPARE_STANDBY : (enum gp_spare_state)st;
+    }
+    gp_spares_set(g, sp, n, (int)s_int(rd, o, "spares_standby", 0, GP_MAX_NODES, 0),
+                  (int)s_int(rd, o, "spares_swapped_out", 0, GP_MAX_NODES, 0));
+    int open = g->open;
+    g->open = -1; /* a swap read back names no incident */
+    json_array_foreach(json_object_get(o, "swaps"), i, x) {
+        if (i >= GP_STATUS_SWAPS)
+            break;
+        char host[GP_HOST_MAX];
+        s_str(x, "host", host, sizeof host);
+        gp_spare_swap(g, (uint32_t)s_int(rd, x, "generation", 0, UINT32_MAX, 0),
+                      (int)s_int(rd, x, "node", 0, GP_MAX_NODES - 1, 0), host, s_dbl(rd, x, "after_s", -1));
+    }
+    g->open = open;
+    g->swaps_total = (int)s_int(rd, o, "swaps_total", 0, INT32_MAX, g->swaps_total);
+}
+
 gp_t *gp_status_load(const char *text, size_t len, uint64_t now_ns, char *err, size_t errlen)
 {
     struct gp_rd rd = { "status", err, errlen, 0 };
@@ -283,6 +316,7 @@ gp_t *gp_status_load(const char *text, size_t len, uint64_t now_ns, char *err, s
         q->gpu_mem_mib = s_dbl(&rd, x, "gpu_mem_mib", NAN);
         q->gpu_mem_total_mib = s_dbl(&rd, x, "gpu_mem_total_mib", NAN);
     }
+    s_spares(g, &rd, o);
     g->nodes_more = (int)s_int(&rd, o, "nodes_more", 0, GP_MAX_NODES, 0);
     g->ranks_more = (int)s_int(&rd, o, "ranks_more", 0, GP_MAX_RANKS, 0);
     json_decref(o);

@@ -61,6 +61,7 @@ static json_t *s_incident_json(const gp_t *g, const struct gp_incident *in)
     json_object_set_new(o, "exit_code", in->exit_code >= 0 ? json_integer(in->exit_code) : json_null());
     json_object_set_new(o, "signal", json_integer(in->signal));
     json_object_set_new(o, "hang_groups", json_string(in->group));
+    json_object_set_new(o, "replaced_by", in->replaced_by[0] ? json_string(in->replaced_by) : json_null());
     json_object_set_new(o, "text", json_string(in->text));
     json_object_set_new(o, "occurred_unix_ms",
                         json_integer(g->start_unix_ms + (json_int_t)llround(in->at[GP_OCCURRED] * 1000)));
@@ -251,8 +252,13 @@ size_t gp_block(const gp_t *g, uint64_t now_ns, char *buf, size_t cap)
         }
         s_cause(in, cause, sizeof cause);
         s_phases(ph, sizeof ph, d);
-        s_put(&b, "  incident %d  %s, generation %u, at %.1f s: lost %.1f s (%s)%s\n", in->id, cause, in->generation,
-              in->at[GP_OCCURRED], lost, ph, in->final ? "; the job ended in it" : "");
+        char rb[GP_HOST_MAX * 4 + 32] = "";
+        if (in->replaced_by[0]) {
+            strcpy(rb, "; replaced by ");
+            esc_term(rb + strlen(rb), sizeof rb - strlen(rb), in->replaced_by, strlen(in->replaced_by), 0);
+        }
+        s_put(&b, "  incident %d  %s, generation %u, at %.1f s: lost %.1f s (%s)%s%s\n", in->id, cause,
+              in->generation, in->at[GP_OCCURRED], lost, ph, rb, in->final ? "; the job ended in it" : "");
     }
     if (s.nincidents > g->ninc)
         s_put(&b, "  (%d more incidents counted, not listed)\n", s.nincidents - g->ninc);

@@ -48,6 +48,11 @@ struct goodput {
     double frozen_now;
     struct gp_summary fsum;
     int nodes_more, ranks_more; /* status.json: nodes and ranks it did not list */
+    /* goodput_spares.c: the spares standing by (listed, counted by state) and the last swaps */
+    struct gp_spare *spares;   /* GP_STATUS_SPARES, made on first use */
+    int nspares, spares_in[GP_NSPARE_STATES];
+    struct gp_swap *swaps;     /* GP_STATUS_SWAPS, oldest first */
+    int nswaps, swaps_total;
     /* goodput_out.c: the ledger */
     int ledger_fd;
     int ledger_written;        /* incidents written, in order */
@@ -64,5 +69,9 @@ struct gp_rank_x *gp_rank_get(gp_t *g, int rank);
 void *gp_grow(void *p, int *cap, int need, size_t size);
 /* src on one line (newlines and tabs as spaces), cut to cap. */
 void gp_oneline(char *dst, size_t cap, const char *src);
+/* goodput_spares.c: the spares and swaps as status.json's fields "spares", "spares_standby",
+ * "spares_swapped_out", "swaps", "swaps_total" (added to o). */
+struct json_t;
+void gp_spares_json(const gp_t *g, struct json_t *o);
 
 #endif

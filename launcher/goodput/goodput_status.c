@@ -116,6 +116,7 @@ static char *s_status_json(const gp_t *g, uint64_t now_ns, int max_nodes, int ma
     }
     json_object_set_new(o, "ranks", ranks);
     json_object_set_new(o, "ranks_more", json_integer(more));
+    gp_spares_json(g, o);
     char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;
@@ -238,6 +239,9 @@ size_t gp_status_text(const gp_t *g, uint64_t now_ns, int width, int rows, char 
                in->rank, in->node, in->host, s_phase_now(in), now - in->at[GP_DETECTED], in->text);
     else
         s_line(&t, "incident: none (%d so far, %.1f s lost)", s.nincidents, s.lost_total_s);
+    char sp[1024];
+    if (gp_spares_text(g, sp, sizeof sp))
+        s_line(&t, "%s", sp);
     s_line(&t, "%-5s %-20s %-11s %-10s %10s %8s %8s %5s %13s", "NODE", "HOST", "RANKS", "STATE", "STEP", "STEP/S",
            "OUT AGE", "GPU", "MEM GiB");
     for (int i = 0; i < g->nnodes; i++) {

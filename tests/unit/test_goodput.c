@@ -207,6 +207,91 @@ static void test_status_round_trip(void **state)
     assert_null(gp_status_load("{\"version\":2}", 13, 0, err, sizeof err));
 }
 
+/* The spares: status.json carries who stands by and the swaps, read back bounded; the ledger's incident names the
+ * spare that replaced its node. */
+static void test_spares_round_trip(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_goodput.XXXXXX", err[512], txt[8192], path[64];
+    assert_non_null(mkdtemp(dir));
+    gp_t *g = gp_new("job-2", S(0), 1700000000000);
+    assert_non_null(g);
+    assert_int_equal(gp_ledger_open(g, dir, err, sizeof err), 0);
+    struct gp_spare sp[2] = { { "c", GP_SPARE_STANDBY }, { "d", GP_SPARE_SWAPPED_OUT } };
+    gp_gen_begin(g, 0, 2, 2, S(0.2));
+    gp_node_set(g, 0, "a", 0, 1, GP_NODE_RUNNING, S(0.2));
+    gp_node_set(g, 1, "b", 1, 1, GP_NODE_RUNNING, S(0.2));
+    gp_spares_set(g, sp, 2, 1, 1);
+    gp_node_heard(g, 0, S(1.5), MS(1.0), MS(0.5), -1, 0, 0);
+    gp_node_heard(g, 1, S(1.5), MS(1.0), MS(0.5), -1, 0, 0);
+    gp_incident_open(g, S(5), GP_CAUSE_NODE, &(struct gp_cause_info){ .rank = -1, .node = 1, .host = "b",
+                                                                       .exit_code = -1, .text = "lost" });
+    gp_gen_begin(g, 1, 2, 2, S(5.28));
+    gp_node_set(g, 1, "c", 1, 1, GP_NODE_RUNNING, S(5.28));
+    gp_spare_swap(g, 1, 1, "c", 0.28);
+    gp_spares_set(g, sp + 1, 1, 0, 1);
+    gp_node_heard(g, 0, S(6), MS(0.5), MS(0.2), -1, 0, 0);
+    gp_node_heard(g, 1, S(6), MS(0.5), MS(0.2), -1, 0, 0);
+    assert_null(gp_incident_current(g));
+    assert_string_equal(gp_incident(g, 0)->replaced_by, "c");
+    assert_int_equal(gp_spares_count(g, GP_SPARE_SWAPPED_OUT), 1);
+    assert_int_equal(gp_swaps_total(g), 1);
+    /* status.json and back */
+    char *json = gp_status_json(g, S(7));
+    assert_non_null(json);
+    gp_t *v = gp_status_load(json, strlen(json), S(100), err, sizeof err);
+    if (!v)
+        fail_msg("%s", err);
+    assert_int_equal(gp_nspares(v), 1);
+    assert_string_equal(gp_spare(v, 0)->host, "d");
+    assert_int_equal(gp_spare(v, 0)->state, GP_SPARE_SWAPPED_OUT);
+    assert_int_equal(gp_spares_count(v, GP_SPARE_STANDBY), 0);
+    assert_int_equal(gp_spares_count(v, GP_SPARE_SWAPPED_OUT), 1);
+    assert_int_equal(gp_swaps_total(v), 1);
+    assert_int_equal(gp_nswaps(v), 1);
+    assert_int_equal(gp_swap(v, 0)->generation, 1);
+    assert_int_equal(gp_swap(v, 0)->node_rank, 1);
+    assert_string_equal(gp_swap(v, 0)->host, "c");
+    assert_true(fabs(gp_swap(v, 0)->after_s - 0.28) < 1e-6);
+    gp_status_text(v, S(100), 0, 0, txt, sizeof txt);
+    assert_non_null(strstr(txt, "spares: 1 standing by (d swapped out), 1 swap: node rank 1 -> c in 0.28 s"));
+    gp_free(&v);
+    free(json);
+    /* bounded: a node rank out of range is refused; a long list is cut at GP_STATUS_SPARES */
+    const char *bad = "{\"version\":1,\"swaps\":[{\"generation\":1,\"node\":-5,\"host\":\"x\"}]}";
+    assert_null(gp_status_load(bad, strlen(bad), 0, err, sizeof err));
+    assert_non_null(strstr(err, "field node"));
+    char many[8192] = "{\"version\":1,\"spares_standby\":40,\"spares\":[";
+    for (int i = 0; i < 40; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s{\"host\":\"h%d\",\"state\":\"standby\"}",
+                 i ? "," : "", i);
+    strcat(many, "]}");
+    v = gp_status_load(many, strlen(many), 0, err, sizeof err);
+    if (!v)
+        fail_msg("%s", err);
+    assert_int_equal(gp_nspares(v), GP_STATUS_SPARES);
+    assert_int_equal(gp_spares_count(v, GP_SPARE_STANDBY), 40);
+    gp_free(&v);
+    /* the ledger: the incident names its replacement, read back */
+    gp_finish(g, S(8), 0);
+    assert_int_equal(gp_ledger_flush(g, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/goodput.jsonl", dir);
+    size_t len;
+    char *text = s_read(path, &len);
+    assert_non_null(strstr(text, "\"replaced_by\":\"c\""));
+    gp_t *back = gp_ledger_load(text, len, err, sizeof err);
+    if (!back)
+        fail_msg("%s", err);
+    assert_string_equal(gp_incident(back, 0)->replaced_by, "c");
+    gp_block(back, 0, txt, sizeof txt);
+    assert_non_null(strstr(txt, "replaced by c"));
+    free(text);
+    gp_free(&back);
+    gp_free(&g);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_supersede),
         cmocka_unit_test(test_ledger_round_trip),
         cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_spares_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
