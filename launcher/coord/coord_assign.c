@@ -136,25 +136,20 @@ static int s_tables(struct peer **by_rank, int n, uint32_t world, struct s_table
     return 0;
 }
 
-/* A member that takes a rank after standing by: the swap, logged with its time from the loss that caused it. */
+/* A member that takes a rank after standing by: the swap, logged with its time from the loss that caused it, and
+ * recorded in the job's model (the status view, the ledger, the metrics and the end-of-job line read it there). */
 static void s_promote(coord_server_t *cs, struct peer *p, int r)
 {
     struct coord_members *m = &cs->members;
-    char line[WIRE_MAX_HOST * 2 + 64];
-    coord_members_set_spare(cs, (int)(p - cs->peers), 0);
-    m->swaps++;
     double after = -1;
+    coord_members_set_spare(cs, (int)(p - cs->peers), 0);
     if (m->lost_ns) {
-        after = m->last_swap_s = (double)(loop_now_ns() - m->lost_ns) / 1e9;
+        after = (double)(loop_now_ns() - m->lost_ns) / 1e9;
         m->lost_ns = 0;
     }
-    gp_spare_swap(cs->gp, cs->generation, r, p->host, after); /* the model: status, ledger, metrics */
     log_warn("generation %u: spare %s (%s) takes node rank %d, %.3f s after the node was lost or swapped out",
-             cs->generation, p->host, p->addr, r, m->last_swap_s);
-    snprintf(line, sizeof line, "%sgeneration %u: node rank %d to %s (%s), %.3f s", m->swap_log[0] ? "; " : "",
-             cs->generation, r, p->host, p->addr, m->last_swap_s);
-    if (strlen(m->swap_log) + strlen(line) < sizeof m->swap_log)
-        strcat(m->swap_log, line);
+             cs->generation, p->host, p->addr, r, after > 0 ? after : 0);
+    gp_spare_swap(cs->gp, cs->generation, r, p->host, after);
 }
 
 void coord_assign_standby(coord_server_t *cs, int all)

@@ -64,15 +64,26 @@ static void s_health(coord_server_t *cs)
     log_block(text, loud && !cs->job->opt.quiet);
 }
 
-/* The spares at the end of the job: how many stand by, the swaps made (plaunch.log, and the terminal with any). */
+/* The spares at the end of the job, from the job's model: how many stand by, the swaps made (plaunch.log, and the
+ * terminal with any). */
 static void s_spares_summary(coord_server_t *cs)
 {
-    const struct coord_members *m = &cs->members;
-    char text[sizeof m->swap_log + 256];
-    snprintf(text, sizeof text, "plaunch: spares: %d of --spares %d standing by at the end (%d swapped out for "
-             "failing); %d swap%s%s%s\n", coord_members_spares(cs, 0), cs->job->opt.spares, m->standby_suspect,
-             m->swaps, m->swaps == 1 ? "" : "s", m->swaps ? ": " : "", m->swap_log);
-    log_block(text, m->swaps > 0 && !cs->job->opt.quiet);
+    const gp_t *g = cs->gp;
+    int n = gp_swaps_total(g), kept = gp_nswaps(g);
+    size_t l;
+    char text[GP_STATUS_SWAPS * (GP_HOST_MAX + 64) + 256];
+    l = (size_t)snprintf(text, sizeof text, "plaunch: spares: %d of --spares %d standing by at the end (%d swapped "
+                         "out for failing); %d swap%s%s", gp_spares_count(g, GP_SPARE_STANDBY) +
+                         gp_spares_count(g, GP_SPARE_SWAPPED_OUT), cs->job->opt.spares,
+                         gp_spares_count(g, GP_SPARE_SWAPPED_OUT), n, n == 1 ? "" : "s", n > kept ? " (the last)" : "");
+    for (int i = 0; i < kept && l < sizeof text; i++) {
+        const struct gp_swap *w = gp_swap(g, i);
+        l += (size_t)snprintf(text + l, sizeof text - l, "%sgeneration %u: node rank %d to %s, %.3f s",
+                              i ? "; " : ": ", w->generation, w->node_rank, w->host, w->after_s > 0 ? w->after_s : 0);
+    }
+    if (l < sizeof text)
+        snprintf(text + l, sizeof text - l, "\n");
+    log_block(text, n > 0 && !cs->job->opt.quiet);
 }
 
 /* The job is over for everyone: the root cause (printed here, written to every node's plaunch.log) and each

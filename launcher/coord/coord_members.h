@@ -21,14 +21,11 @@ struct coord_members {
     int *rank_owner;                /* requested node rank -> peer + 1 (checked on lookup) */
     int nrank;
     int id_broken;                  /* out of memory once: lookups scan */
-    /* spares (--spares), for the coordinator and the status view: members standing by, of them those swapped out
-     * for failing (placed last), and the swaps so far */
+    /* spares (--spares), for the coordinator's decisions: members standing by, of them those swapped out for
+     * failing (placed last); the swaps made are the goodput model's (gp_spare_swap), not counted here */
     int standby, standby_suspect;
     uint64_t seq;                   /* JOINs so far: each member's join order */
-    int swaps;                      /* spares that took a node rank */
     uint64_t lost_ns;               /* an active node was lost or swapped out at (loop clock); 0 none pending */
-    double last_swap_s;             /* from that loss to the ASSIGN of the generation with the spare in */
-    char swap_log[1024];            /* the last swaps, "gen 2: node 1 b -> c; ...", for the summary */
 };
 
 /* What the status view shows for one spare (coord_members_spare_list). */
