@@ -3,24 +3,30 @@
 # --spares 1; the spare standing by shows in status.json, `plaunch status` and /metrics (plaunch_spares); the
 # agent of an active node killed, the spare takes its node rank, and then status.json and `plaunch status LOG_DIR`
 # (live and after the job) show the swap, goodput.jsonl's node-loss incident names the replacement (replaced_by),
-# and the coordinator node's /metrics counts it (plaunch_spare_swaps_total 1), `promtool check metrics` clean.
+# and the coordinator node's /metrics counts it (plaunch_spare_swaps_total 1), `promtool check metrics` clean; a
+# node whose workers fail two generations in a row, swapped out, stands by in the state swapped_out.
 . "$(dirname "$0")/lib.sh"
 . "$PLAUNCH_SRC/scripts/netns.sh"
 . "$PLAUNCH_SRC/tests/bb/mnlib.sh"
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network namespaces need root"; exit 0; fi
 command -v promtool >/dev/null || apt-get install -y prometheus >/dev/null 2>&1
 command -v promtool >/dev/null || { echo "1..0 # SKIP promtool is not installed and apt-get cannot install it"; exit 0; }
-plan 12
+plan 16
 
 mn_up 90 3 pv 29490
 MPORT=9490 # in node 1's own namespace: no other process there
 export OUTDIR=$T
 
-# generation 0 runs until stopped; the generation after it waits for $OUTDIR/go and ends well
+# generations before LAST_GEN (default 1) run until stopped, FAIL_NODE's fail in those before FAIL_UNTIL once the
+# spare is there; generation LAST_GEN waits for $OUTDIR/go and ends well
 cat >w.sh <<'W'
 #!/bin/bash
 echo "node=$NODEID node_rank=$PLAUNCH_NODE_RANK" > "$OUTDIR/start.$PLAUNCH_GENERATION.$NODEID"
-[ "$PLAUNCH_GENERATION" = 0 ] && exec sleep 300
+if [ "$NODEID" = "${FAIL_NODE:-}" ] && [ "$PLAUNCH_GENERATION" -lt "${FAIL_UNTIL:-0}" ]; then
+    for i in $(seq 300); do [ -e "$OUTDIR/spare" ] && break; sleep 0.1; done
+    exit 1
+fi
+[ "$PLAUNCH_GENERATION" -lt "${LAST_GEN:-1}" ] && exec sleep 300
 for i in $(seq 1200); do [ -e "$OUTDIR/go" ] && exit 0; sleep 0.1; done
 exit 1
 W
@@ -66,4 +72,24 @@ is "$(jq -r 'select(.type == "incident" and .cause == "node-loss") | "\(.node) \
     log1/goodput.jsonl)" "$r2 true" "goodput.jsonl: the node-loss incident names the spare that replaced it"
 like "$("$PLAUNCH" status log1)" "spares: 0 standing by, 1 swap: node rank $r2 -> " \
     "plaunch status of the finished job still shows the swap"
+
+# node 2's workers fail two generations in a row: swapped out for the spare, it stands by as swapped_out
+mn_kill_all; rm -rf start.* go log[1-3]
+LAST_GEN=2 node 1 --max-restarts 5 --metrics-port $MPORT; FAIL_NODE=2 FAIL_UNTIL=2 LAST_GEN=2 node 2 --max-restarts 5
+wait_for 2 "start.0.*" 30
+LAST_GEN=2 node 3 --max-restarts 5
+wait_log log3/$PLOG "standing by as a spare" 30
+touch spare
+wait_for 2 "start.2.*" 30
+until_ok 20 sh -c "jq -e '.spares_swapped_out == 1 and .spares[0].state == \"swapped_out\" and .swaps_total == 1' \
+    log1/status.json >/dev/null 2>&1"
+ok $? "node 2 swapped out: status.json lists it standing by as swapped_out, and the swap"
+until_ok 20 sh -c "ip netns exec ${NS}1 curl -sf http://127.0.0.1:$MPORT/metrics |
+    grep -Eq '^plaunch_spares\\{.*state=\"swapped_out\"\\} 1$'"
+ok $? "/metrics: plaunch_spares{state=\"swapped_out\"} 1"
+touch go
+mn_wait 1 60; a=$wrc; mn_wait 2 60; b=$wrc; mn_wait 3 60
+is "$a $b $wrc" "0 0 0" "the job ends well on every node"
+is "$(jq -r 'select(.type == "incident" and .replaced_by != null) | .cause' log1/goodput.jsonl)" "worker-failure" \
+    "goodput.jsonl: the failure that swapped node 2 out names its replacement"
 done_testing
