@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network, UTS, mount and PID names
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c 'import yaml' 2>/dev/null && { PY=$p; break; }; done
 [ -n "$PY" ] || { echo "1..0 # SKIP no python3 with PyYAML (Debian: python3-yaml)"; exit 0; }
-plan 50
+plan 55
 
 NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=3
 K8S=$PLAUNCH_SRC/docs/k8s
@@ -279,6 +279,28 @@ ok $(printf '%s\n' "$cfg2" | grep -Eq -e '--node-rank +2 +Kubernetes: PET_NODE_R
     printf '%s\n' "$cfg2" | grep -Eq -e '--nnodes +3 +Kubernetes: PET_NNODES=3' &&
     printf '%s\n' "$cfg2" | grep -Eq -e '--master-addr +plaunch-pt-master-0 +Kubernetes: PET_MASTER_ADDR'; echo $?) \
     "... in a PyTorchJob pod: node rank, node count and coordinator from the operator's PET_* variables"
+# The ranked join's hosts: derived from the pod's name and the coordinator's (index 0's) name, the user's list
+# winning, none where the name carries no index (a pod whose host name the manifest set).
+like "$cfg1" "--node-hosts +plaunch-demo-\\[0-2\\] +Kubernetes: HOSTNAME=plaunch-demo-1 and the coordinator's host, each name \\+ '\\.plaunch-demo'" \
+    "... node hosts derived from the Indexed Job pod's name, with their source"
+like "$cfg1" "ranked join: the pods' hosts plaunch-demo-0\\.plaunch-demo \\.\\. plaunch-demo-2\\.plaunch-demo, derived" \
+    "... every index's name, the headless Service's subdomain appended"
+like "$cfg2" "--node-hosts +plaunch-pt-master-0,plaunch-pt-worker-\\[0-1\\] +Kubernetes: HOSTNAME=plaunch-pt-worker-1" \
+    "... in a PyTorchJob pod: the master's name, then the workers'"
+POD_EXTRA=(--print-config --node-hosts 'n[1-3]')
+pod_up "$d/user" 1 "$K8S/indexed-job.yaml" --secret "plaunch-demo-token/token=$TOKEN" && pod_run "$d/user" 1 -- true
+pod_wait "$d/user" 1 20
+POD_EXTRA=(--print-config)
+pod_up "$d/noindex" 1 "$K8S/indexed-job.yaml" --secret "plaunch-demo-token/token=$TOKEN" &&
+    pod_run "$d/noindex" 1 HOSTNAME=trainer -- true
+pod_wait "$d/noindex" 1 20
+POD_EXTRA=()
+ok $(grep -Eq -e '--node-hosts +n\[1-3\] +--node-hosts' "$d/user/out.1" &&
+    grep -q "ranked join: the hosts given by --node-hosts; nothing derived" "$d/user/out.1"; echo $?) \
+    "... a pod given --node-hosts keeps the user's list"
+ok $(grep -Eq -e '--node-hosts +- +default' "$d/noindex/out.1" &&
+    grep -q "ranked join: not used: the pod's host name 'trainer' does not end in -1" "$d/noindex/out.1"; echo $?) \
+    "... a pod whose name has no index gets none, and --print-config says why"
 grace=$(printf '%s\n' "$cfg1" | awk '$1 == "--grace" {print $2}')
 . "$d/pod.1.sh"
 ok $([ -n "$grace" ] && [ "$(echo "$POD_GRACE > $grace" | bc)" = 1 ]; echo $?) \
