@@ -4,8 +4,9 @@
 # /etc/resolv.conf bind-mounted from files in $T, as the kubelet writes them) and PID (plaunch is the container's
 # PID 1); the container's command and environment are what the controller and the kubelet would give that pod
 # (tests/bb/k8s_pod.py reads the manifest). Index 0's DNS name appears late: the other pods must wait for it, then
-# all form one world. Also: the Secret's placeholder and a missing token (exit 2), --print-config in a pod,
-# SIGTERM to every pod as the kubelet sends it.
+# all form one world; with 4 pods and --relay-fanout 2, indexes 2 and 3 join index 1's relay by the name each
+# derives from its own (the ranked join). Also: the Secret's placeholder and a missing token (exit 2),
+# --print-config in a pod (the node hosts derived, or why not), SIGTERM to every pod as the kubelet sends it.
 #
 # Replaced, because it cannot run here: the image's program (an environment printer or a sleeper after the
 # manifest's `--`), `--gpus all` (no GPUs: `--nproc-per-node 2`), volume paths (Secret, ConfigMap and claim
@@ -17,9 +18,9 @@ if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network, UTS, mount and PID names
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c 'import yaml' 2>/dev/null && { PY=$p; break; }; done
 [ -n "$PY" ] || { echo "1..0 # SKIP no python3 with PyYAML (Debian: python3-yaml)"; exit 0; }
-plan 55
+plan 59
 
-NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=3
+NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=4 # 3 but in the ranked join
 K8S=$PLAUNCH_SRC/docs/k8s
 TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p pods bin
@@ -244,6 +245,30 @@ is "${rcs# }" "0 0 0" "moved: once the name resolves to index 0, every pod joins
 like "$(cat "$d/err.1")" "now resolves to $(pod_ip 0) \(was $stale\): connecting there" \
     "moved: the pod says it follows the name to its new address"
 until_ok 20 all_pods_empty
+
+# ---- the ranked join: 4 pods and --relay-fanout 2 make index 1 a relay; indexes 2 and 3 go straight to it by the
+# name each derives from its own (the manifest with 4 completions and --nnodes 4)
+d="$T/ranked"
+mkdir -p "$d"
+sed -e 's/^\(  *\)completions: 3 /\1completions: 4 /' -e 's/^\(  *\)parallelism: 3 /\1parallelism: 4 /' \
+    -e 's/^\(  *\)- "3"$/\1- "4"/' "$K8S/indexed-job.yaml" >"$d/job4.yaml"
+POD_EXTRA=(--relay-fanout 2)
+for i in 0 1 2 3; do pod_up "$d" $i "$d/job4.yaml" --secret "plaunch-demo-token/token=$TOKEN" || break; done
+for i in 0 1 2 3; do publish "$d" $i; done # every pod's name resolves (the headless Service's records)
+for i in 3 2 1 0; do pod_run "$d" $i -- "$T/bin/envw" "$d"; done
+POD_EXTRA=()
+rcs=""
+for i in 0 1 2 3; do pod_wait "$d" $i 60; rcs="$rcs $wrc"; done
+is "${rcs# }" "0 0 0 0" "ranked join: four pods with --relay-fanout 2 form one job and exit 0"
+logdir=$(dirname "$(find "$d/shared" -name "plaunch.plaunch-demo-0.log" | head -1)")
+ok $(for i in 2 3; do grep -q "node rank $i joins through its relay, rank 1, at tcp://plaunch-demo-1\.plaunch-demo:6171" \
+    "$logdir/plaunch.plaunch-demo-$i.log" || echo 1; done | grep -c 1) \
+    "ranked join: indexes 2 and 3 join their relay, index 1, at the name derived from their own"
+like "$(cat "$logdir/plaunch.plaunch-demo-0.log")" \
+    "census of generation 0: 1 session here \\(1 relay, 0 other nodes\\), 2 nodes behind relays, 0 fell back from their relay, 0 REDIRECTs sent" \
+    "ranked join: the coordinator holds only the relay's session; no REDIRECT"
+until_ok 20 all_pods_empty
+ok $? "ranked join: nothing is left running in any pod"
 
 # ---- credentials are required up front, on index 0 too ------------------------------------------------------
 d=$T/notoken
