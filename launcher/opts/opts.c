@@ -117,23 +117,25 @@ static void s_env_name(const struct optdef *d, char *buf, size_t cap)
     buf[n] = '\0';
 }
 
+static struct sched s_sched; /* what the scheduler said: s_apply_sched, then s_pod_hosts */
+
 /* The scheduler's values, for the options no source gave; they come after the files and the environment, so
  * they lose to both, and they are taken as a whole: no coordinator of its own where the user named one. */
+
 static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
 {
-    static struct sched s;
-    if (sched_detect(o->scheduler, envp, &s, err, errlen) < 0)
+    if (sched_detect(o->scheduler, envp, &s_sched, err, errlen) < 0)
         return -1;
-    o->sched_kind = (int)s.kind;
-    o->sched_srun = s.srun;
-    snprintf(o->sched_what, sizeof o->sched_what, "%s", s.what);
-    snprintf(o->sched_note, sizeof o->sched_note, "%s", s.note);
-    snprintf(o->node_name, sizeof o->node_name, "%s", s.node_name);
+    o->sched_kind = (int)s_sched.kind;
+    o->sched_srun = s_sched.srun;
+    snprintf(o->sched_what, sizeof o->sched_what, "%s", s_sched.what);
+    snprintf(o->sched_note, sizeof o->sched_note, "%s", s_sched.note);
+    snprintf(o->node_name, sizeof o->node_name, "%s", s_sched.node_name);
     int master_given = s_given(o, "master") || s_given(o, "master-addr") || s_given(o, "ips"), ours = 0;
     /* the allocation's host list fits the allocation's shape only: not when the user gave it another */
     int shape_given = master_given || s_given(o, "nnodes") || s_given(o, "node-rank");
-    for (int i = 0; i < s.nsettings; i++) {
-        const struct sched_setting *st = &s.settings[i];
+    for (int i = 0; i < s_sched.nsettings; i++) {
+        const struct sched_setting *st = &s_sched.settings[i];
         const struct optdef *d = s_find(st->name, strlen(st->name));
         assert(d); /* sched names only options of the table */
         int coord = strcmp(st->name, "master-addr") == 0 || strcmp(st->name, "master-port") == 0;
@@ -146,13 +148,53 @@ static int s_apply_sched(struct opts *o, char **envp, char *err, size_t errlen)
             return -1;
         ours |= strcmp(st->name, "master-addr") == 0;
     }
-    if (s.gpu_scope[0]) { /* what --gpus ids index, like CUDA_VISIBLE_DEVICES: never a GPU outside the step's */
-        snprintf(o->gpu_scope, sizeof o->gpu_scope, "%s", s.gpu_scope);
-        snprintf(o->origin_gpu_scope, sizeof o->origin_gpu_scope, "%s", s.gpu_scope_origin);
+    if (s_sched.gpu_scope[0]) { /* what --gpus ids index, as CUDA_VISIBLE_DEVICES: never a GPU outside the step's */
+        snprintf(o->gpu_scope, sizeof o->gpu_scope, "%s", s_sched.gpu_scope);
+        snprintf(o->origin_gpu_scope, sizeof o->origin_gpu_scope, "%s", s_sched.gpu_scope_origin);
     }
     /* Slurm's first node is the first host of the list; a Kubernetes job's index 0 is, by the manifests'
      * convention, the host behind --master. Either hosts the coordinator without waiting for its own name. */
-    o->sched_node0 = s.node_index == 0 && (s.kind == SCHED_K8S || ours);
+    o->sched_node0 = s_sched.node_index == 0 && (s_sched.kind == SCHED_K8S || ours);
+    return 0;
+}
+
+/* Kubernetes: every pod's host by rank for the ranked join, where the controller's naming gives it
+ * (sched_k8s_hosts) and no source gave --node-hosts. Never an error: where nothing is derived the join is not
+ * ranked, and node_hosts_note says why in one line. */
+static int s_pod_hosts(struct opts *o, char *err, size_t errlen)
+{
+    char list[SCHED_VALUE_MAX], host[300], why[300], origin[200];
+    const struct optdef *d = s_find("node-hosts", strlen("node-hosts"));
+    int k = (int)(d - opts_defs);
+    if (s_sched.kind != SCHED_K8S || o->nnodes < 2)
+        return 0;
+    if (s_given(o, "node-hosts")) {
+        snprintf(o->node_hosts_note, sizeof o->node_hosts_note, "the hosts given by %.100s; nothing derived "
+                 "from the pod's name", o->origins[k]);
+        return 0;
+    }
+    const char *colon = strrchr(o->master, ':');
+    if (o->nnodes_min < o->nnodes)
+        snprintf(why, sizeof why, "an elastic --nnodes %d:%d (ranks follow the nodes present)", o->nnodes_min,
+                 o->nnodes);
+    else if (opts_is_etcd(o) || !colon)
+        snprintf(why, sizeof why, "the coordinator is %s", opts_is_etcd(o) ? "elected through etcd" : "not named");
+    else if (snprintf(host, sizeof host, "%.*s", (int)(colon - o->master), o->master) >= 0 &&
+             sched_k8s_hosts(&s_sched, o->node_rank, o->nnodes, host, list, sizeof list, o->node_hosts_suffix,
+                             sizeof o->node_hosts_suffix, why, sizeof why) == 0) {
+        snprintf(origin, sizeof origin, "Kubernetes: HOSTNAME=%.60s and the coordinator's host%s%.60s%s",
+                 s_sched.pod_host, o->node_hosts_suffix[0] ? ", each name + '" : "", o->node_hosts_suffix,
+                 o->node_hosts_suffix[0] ? "'" : "");
+        if (s_apply(o, d, list, origin, err, errlen) < 0)
+            return -1;
+        char first[300], last[300];
+        if (opts_node_host(o, 0, first, sizeof first, why, sizeof why) == 0 &&
+            opts_node_host(o, o->nnodes - 1, last, sizeof last, why, sizeof why) == 0)
+            snprintf(o->node_hosts_note, sizeof o->node_hosts_note, "the pods' hosts %.150s .. %.150s, derived from "
+                     "this pod's name", first, last);
+        return 0;
+    }
+    snprintf(o->node_hosts_note, sizeof o->node_hosts_note, "not used: %s", why);
     return 0;
 }
 
@@ -316,7 +358,8 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
                  o->nnodes + o->spares - 1, o->nnodes, o->spares ? " with its spares (ranks from N are spares)" : "");
         return -1;
     }
-    if (opts_check_heartbeat(o, err, errlen) < 0 || opts_check_node_hosts(o, err, errlen) < 0)
+    if (s_pod_hosts(o, err, errlen) < 0 || opts_check_heartbeat(o, err, errlen) < 0 ||
+        opts_check_node_hosts(o, err, errlen) < 0)
         return -1;
     if (o->prog_argc < 1 && !o->print_config) {
         snprintf(err, errlen, "no program given; usage: plaunch [OPTIONS] PROGRAM [ARGS...] "
@@ -356,6 +399,8 @@ void opts_print_config(const struct opts *o, FILE *out)
                 o->sched_node0 ? ", hosted by this node (the scheduler's first node)" : "");
     if (o->sched_srun)
         fprintf(out, "  this is a batch script, not a step: plaunch starts itself on every node with srun\n");
+    if (o->node_hosts_note[0])
+        fprintf(out, "  ranked join: %s\n", o->node_hosts_note);
     if (o->sched_note[0])
         fprintf(out, "  note: %s\n", o->sched_note);
 }

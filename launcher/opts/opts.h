@@ -58,6 +58,8 @@ struct opts {
     double heartbeat, heartbeat_timeout;
     int relay_fanout;          /* --relay-fanout: nodes per relay; -1 auto, 0 off (no tree) */
     char node_hosts[8192];     /* --node-hosts: every node's host by rank (a Slurm host list); "" = not known */
+    char node_hosts_suffix[256]; /* appended to every name of node_hosts (a Kubernetes pod's ".SUBDOMAIN"), or "" */
+    char node_hosts_note[400]; /* Kubernetes: the hosts derived, or why none were (--print-config), or "" */
     /* torchrun / Paddle spellings, folded into nnodes, master, node_rank and host by opts_compat_resolve */
     char master_addr[300];     /* --master-addr HOST or HOST:PORT */
     int master_port;           /* --master-port; 0 = not given */
@@ -110,7 +112,8 @@ int opts_load(struct opts *o, int argc, char **argv, char **envp, char *err, siz
  * within 0.25..10 s. */
 long opts_hang_tick_ms(const struct opts *o);
 
-/* The host of node `rank` in --node-hosts into out (cap bytes). 0, or -1 with a message (none given, bad index). */
+/* The host of node `rank` in --node-hosts, node_hosts_suffix appended, into out (cap bytes). 0, or -1 with a
+ * message (none given, bad index, too long). */
 int opts_node_host(const struct opts *o, int rank, char *out, size_t cap, char *err, size_t errlen);
 
 /* Seconds as the control plane carries them: whole milliseconds, rounded, at least 1 (opts_check.c). */

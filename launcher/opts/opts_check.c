@@ -157,7 +157,17 @@ int opts_node_host(const struct opts *o, int rank, char *out, size_t cap, char *
         snprintf(err, errlen, "no --node-hosts");
         return -1;
     }
-    return sched_hostlist_nth(o->node_hosts, rank, out, cap, err, errlen);
+    if (sched_hostlist_nth(o->node_hosts, rank, out, cap, err, errlen) < 0)
+        return -1;
+    size_t n = strlen(out), k = strlen(o->node_hosts_suffix);
+    if (n + k >= cap) {
+        snprintf(err, errlen, "host %d's name with '%s' is longer than %zu characters", rank, o->node_hosts_suffix,
+                 cap - 1);
+        out[0] = '\0';
+        return -1;
+    }
+    memcpy(out + n, o->node_hosts_suffix, k + 1);
+    return 0;
 }
 
 int opts_check_node_hosts(const struct opts *o, char *err, size_t errlen)

@@ -376,7 +376,7 @@ const struct optdef opts_defs[] = {
       "square root of --nnodes; off: every node talks to the coordinator (default: auto).", "auto", 0 },
     { "node-hosts", NULL, NULL, 1, opts_net_set_node_hosts, "HOSTS",
       "Every node's host in rank order (a Slurm host list: gpu[001-128]; default: SLURM_STEP_NODELIST in a Slurm "
-      "step, Paddle's --ips). With --node-rank and a tree (--relay-fanout), a node joins its relay directly, at "
+      "step, Paddle's --ips, a Kubernetes pod's peers named after its own). With --node-rank and a tree (--relay-fanout), a node joins its relay directly, at "
       "its host and --master's port + 1: the coordinator holds only the relays' sessions.", NULL, 0 },
     { "heartbeat", NULL, NULL, 1, opts_net_set_heartbeat, "SECONDS", "Heartbeat interval (default: 0.5).", "0.5", 0 },
     { "heartbeat-timeout", NULL, NULL, 1, opts_net_set_heartbeat_timeout, "SECONDS",

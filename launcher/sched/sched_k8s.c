@@ -1,10 +1,13 @@
 /* sched_k8s: what a Kubernetes pod's environment says: the node rank from an Indexed Job's (or JobSet's)
  * completion index or a PyTorchJob's PET_NODE_RANK/RANK, the node count from PET_NNODES, the coordinator from
- * MASTER_ADDR/MASTER_PORT, the restart budget from PET_MAX_RESTARTS. */
+ * MASTER_ADDR/MASTER_PORT, the restart budget from PET_MAX_RESTARTS; and every pod's host name by rank, where
+ * the controller's naming lets it follow from this pod's. */
 #include "launcher/sched/sched_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "launcher/sched/sched_hostlist.h"
 
 int sched_k8s_read(char **envp, int forced, struct sched *s, char *err, size_t errlen)
 {
@@ -32,6 +35,10 @@ int sched_k8s_read(char **envp, int forced, struct sched *s, char *err, size_t e
     }
     s->kind = SCHED_K8S;
     s->node_index = (int)r;
+    s->naming = strcmp(rank_var, "JOB_COMPLETION_INDEX") == 0 ? SCHED_NAMING_INDEXED : SCHED_NAMING_PYTORCHJOB;
+    const char *hn = sched_env(envp, "HOSTNAME");
+    if (hn) /* setHostnameAsFQDN gives the whole name: its first label is the host name */
+        snprintf(s->pod_host, sizeof s->pod_host, "%.*s", (int)strcspn(hn, "."), hn);
     snprintf(s->what, sizeof s->what, "Kubernetes pod%s%.100s, %s=%ld", sched_env(envp, "HOSTNAME") ? " " : "",
              sched_env(envp, "HOSTNAME") ? sched_env(envp, "HOSTNAME") : "", rank_var, r);
     const char *nn = sched_env(envp, "PET_NNODES"), *addr = sched_first_of(envp, addrs, &addr_var);
@@ -46,4 +53,61 @@ int sched_k8s_read(char **envp, int forced, struct sched *s, char *err, size_t e
     if (restarts)
         sched_put(s, "max-restarts", restarts, "Kubernetes: PET_MAX_RESTARTS=%.20s", restarts);
     return 1;
+}
+
+/* Whether name ends in tail; its length without tail in *head. */
+static int s_ends(const char *name, const char *tail, size_t *head)
+{
+    size_t n = strlen(name), t = strlen(tail);
+    *head = n > t ? n - t : 0;
+    return n > t && strcmp(name + n - t, tail) == 0;
+}
+
+int sched_k8s_hosts(const struct sched *s, int rank, int nnodes, const char *master_host, char *list, size_t cap,
+                    char *suffix, size_t scap, char *why, size_t whylen)
+{
+    char tail[40], name0[SCHED_HOSTLIST_NAME_MAX + 1], err[512] = "a name would be longer than 255 characters";
+    size_t head = 0;
+    int ok;
+    list[0] = suffix[0] = '\0';
+    if (s->kind != SCHED_K8S || rank < 0 || nnodes < 2 || !s->pod_host[0]) {
+        snprintf(why, whylen, "%s", !s->pod_host[0] ? "no HOSTNAME in the pod's environment" : "one node");
+        return -1;
+    }
+    if (s->naming == SCHED_NAMING_INDEXED) { /* <job>-<index> */
+        snprintf(tail, sizeof tail, "-%d", rank);
+        ok = s_ends(s->pod_host, tail, &head);
+        snprintf(name0, sizeof name0, "%.*s-0", (int)head, s->pod_host);
+    } else { /* <job>-master-0, <job>-worker-<rank - 1> */
+        snprintf(tail, sizeof tail, rank ? "-worker-%d" : "-master-0", rank - 1);
+        ok = s_ends(s->pod_host, tail, &head);
+        snprintf(name0, sizeof name0, "%.*s-master-0", (int)head, s->pod_host);
+    }
+    if (!ok) {
+        snprintf(why, whylen, "the pod's host name '%.100s' does not end in %s (node rank %d): not the %s naming",
+                 s->pod_host, tail, rank, s->naming == SCHED_NAMING_INDEXED ? "Indexed Job's <job>-<index>"
+                 : "PyTorchJob's <job>-master-0, <job>-worker-<rank - 1>");
+        return -1;
+    }
+    /* Rank 0's name is the coordinator's host, up to the suffix every name shares (.SUBDOMAIN[.NAMESPACE...]). */
+    size_t n0 = strlen(name0);
+    if (strncmp(master_host, name0, n0) != 0 || (master_host[n0] && master_host[n0] != '.') ||
+        strlen(master_host + n0) >= scap) {
+        snprintf(why, whylen, "the coordinator's host '%.100s' is not rank 0's name %s[.SUBDOMAIN]", master_host,
+                 name0);
+        return -1;
+    }
+    snprintf(suffix, scap, "%s", master_host + n0);
+    if (s->naming == SCHED_NAMING_INDEXED)
+        ok = snprintf(list, cap, "%.*s-[0-%d]", (int)head, s->pod_host, nnodes - 1) < (int)cap;
+    else
+        ok = snprintf(list, cap, "%s,%.*s-worker-[0-%d]", name0, (int)head, s->pod_host, nnodes - 2) < (int)cap;
+    /* the longest name, suffix included, must be a host name */
+    if (!ok || head + 20 + strlen(suffix) > SCHED_HOSTLIST_NAME_MAX ||
+        sched_hostlist_each(list, nnodes, NULL, NULL, err, sizeof err) != nnodes) {
+        snprintf(why, whylen, "the names derived from '%.100s' are not a host list: %.200s", s->pod_host, err);
+        list[0] = suffix[0] = '\0';
+        return -1;
+    }
+    return 0;
 }

@@ -4,8 +4,9 @@
 # /etc/resolv.conf bind-mounted from files in $T, as the kubelet writes them) and PID (plaunch is the container's
 # PID 1); the container's command and environment are what the controller and the kubelet would give that pod
 # (tests/bb/k8s_pod.py reads the manifest). Index 0's DNS name appears late: the other pods must wait for it, then
-# all form one world. Also: the Secret's placeholder and a missing token (exit 2), --print-config in a pod,
-# SIGTERM to every pod as the kubelet sends it.
+# all form one world; with 4 pods and --relay-fanout 2, indexes 2 and 3 join index 1's relay by the name each
+# derives from its own (the ranked join). Also: the Secret's placeholder and a missing token (exit 2),
+# --print-config in a pod (the node hosts derived, or why not), SIGTERM to every pod as the kubelet sends it.
 #
 # Replaced, because it cannot run here: the image's program (an environment printer or a sleeper after the
 # manifest's `--`), `--gpus all` (no GPUs: `--nproc-per-node 2`), volume paths (Secret, ConfigMap and claim
@@ -17,9 +18,9 @@ if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP network, UTS, mount and PID names
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c 'import yaml' 2>/dev/null && { PY=$p; break; }; done
 [ -n "$PY" ] || { echo "1..0 # SKIP no python3 with PyYAML (Debian: python3-yaml)"; exit 0; }
-plan 50
+plan 59
 
-NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=3
+NS="pk$$"; NS=${NS:0:8}; NET=19; PODS=4 # 3 but in the ranked join
 K8S=$PLAUNCH_SRC/docs/k8s
 TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p pods bin
@@ -245,6 +246,30 @@ like "$(cat "$d/err.1")" "now resolves to $(pod_ip 0) \(was $stale\): connecting
     "moved: the pod says it follows the name to its new address"
 until_ok 20 all_pods_empty
 
+# ---- the ranked join: 4 pods and --relay-fanout 2 make index 1 a relay; indexes 2 and 3 go straight to it by the
+# name each derives from its own (the manifest with 4 completions and --nnodes 4)
+d="$T/ranked"
+mkdir -p "$d"
+sed -e 's/^\(  *\)completions: 3 /\1completions: 4 /' -e 's/^\(  *\)parallelism: 3 /\1parallelism: 4 /' \
+    -e 's/^\(  *\)- "3"$/\1- "4"/' "$K8S/indexed-job.yaml" >"$d/job4.yaml"
+POD_EXTRA=(--relay-fanout 2)
+for i in 0 1 2 3; do pod_up "$d" $i "$d/job4.yaml" --secret "plaunch-demo-token/token=$TOKEN" || break; done
+for i in 0 1 2 3; do publish "$d" $i; done # every pod's name resolves (the headless Service's records)
+for i in 3 2 1 0; do pod_run "$d" $i -- "$T/bin/envw" "$d"; done
+POD_EXTRA=()
+rcs=""
+for i in 0 1 2 3; do pod_wait "$d" $i 60; rcs="$rcs $wrc"; done
+is "${rcs# }" "0 0 0 0" "ranked join: four pods with --relay-fanout 2 form one job and exit 0"
+logdir=$(dirname "$(find "$d/shared" -name "plaunch.plaunch-demo-0.log" | head -1)")
+ok $(for i in 2 3; do grep -q "node rank $i joins through its relay, rank 1, at tcp://plaunch-demo-1\.plaunch-demo:6171" \
+    "$logdir/plaunch.plaunch-demo-$i.log" || echo 1; done | grep -c 1) \
+    "ranked join: indexes 2 and 3 join their relay, index 1, at the name derived from their own"
+like "$(cat "$logdir/plaunch.plaunch-demo-0.log")" \
+    "census of generation 0: 1 session here \\(1 relay, 0 other nodes\\), 2 nodes behind relays, 0 fell back from their relay, 0 REDIRECTs sent" \
+    "ranked join: the coordinator holds only the relay's session; no REDIRECT"
+until_ok 20 all_pods_empty
+ok $? "ranked join: nothing is left running in any pod"
+
 # ---- credentials are required up front, on index 0 too ------------------------------------------------------
 d=$T/notoken
 mkdir -p "$d"
@@ -279,6 +304,28 @@ ok $(printf '%s\n' "$cfg2" | grep -Eq -e '--node-rank +2 +Kubernetes: PET_NODE_R
     printf '%s\n' "$cfg2" | grep -Eq -e '--nnodes +3 +Kubernetes: PET_NNODES=3' &&
     printf '%s\n' "$cfg2" | grep -Eq -e '--master-addr +plaunch-pt-master-0 +Kubernetes: PET_MASTER_ADDR'; echo $?) \
     "... in a PyTorchJob pod: node rank, node count and coordinator from the operator's PET_* variables"
+# The ranked join's hosts: derived from the pod's name and the coordinator's (index 0's) name, the user's list
+# winning, none where the name carries no index (a pod whose host name the manifest set).
+like "$cfg1" "--node-hosts +plaunch-demo-\\[0-2\\] +Kubernetes: HOSTNAME=plaunch-demo-1 and the coordinator's host, each name \\+ '\\.plaunch-demo'" \
+    "... node hosts derived from the Indexed Job pod's name, with their source"
+like "$cfg1" "ranked join: the pods' hosts plaunch-demo-0\\.plaunch-demo \\.\\. plaunch-demo-2\\.plaunch-demo, derived" \
+    "... every index's name, the headless Service's subdomain appended"
+like "$cfg2" "--node-hosts +plaunch-pt-master-0,plaunch-pt-worker-\\[0-1\\] +Kubernetes: HOSTNAME=plaunch-pt-worker-1" \
+    "... in a PyTorchJob pod: the master's name, then the workers'"
+POD_EXTRA=(--print-config --node-hosts 'n[1-3]')
+pod_up "$d/user" 1 "$K8S/indexed-job.yaml" --secret "plaunch-demo-token/token=$TOKEN" && pod_run "$d/user" 1 -- true
+pod_wait "$d/user" 1 20
+POD_EXTRA=(--print-config)
+pod_up "$d/noindex" 1 "$K8S/indexed-job.yaml" --secret "plaunch-demo-token/token=$TOKEN" &&
+    pod_run "$d/noindex" 1 HOSTNAME=trainer -- true
+pod_wait "$d/noindex" 1 20
+POD_EXTRA=()
+ok $(grep -Eq -e '--node-hosts +n\[1-3\] +--node-hosts' "$d/user/out.1" &&
+    grep -q "ranked join: the hosts given by --node-hosts; nothing derived" "$d/user/out.1"; echo $?) \
+    "... a pod given --node-hosts keeps the user's list"
+ok $(grep -Eq -e '--node-hosts +- +default' "$d/noindex/out.1" &&
+    grep -q "ranked join: not used: the pod's host name 'trainer' does not end in -1" "$d/noindex/out.1"; echo $?) \
+    "... a pod whose name has no index gets none, and --print-config says why"
 grace=$(printf '%s\n' "$cfg1" | awk '$1 == "--grace" {print $2}')
 . "$d/pod.1.sh"
 ok $([ -n "$grace" ] && [ "$(echo "$POD_GRACE > $grace" | bc)" = 1 ]; echo $?) \

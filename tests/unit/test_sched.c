@@ -187,6 +187,57 @@ static void test_kubernetes(void **state)
     s_fails(ARGV("prog"), ENVP("KUBERNETES_SERVICE_HOST=1", "JOB_COMPLETION_INDEX=x"), "not a node rank", NULL);
 }
 
+/* Kubernetes: every pod's host by rank, where the controller's naming gives it; the user's --node-hosts wins. */
+static void test_kubernetes_hosts(void **state)
+{
+    char out[8192], host[256];
+    (void)state;
+#define POD(h, ...) ENVP("KUBERNETES_SERVICE_HOST=10.96.0.1", "HOSTNAME=" h, __VA_ARGS__)
+    s_ok(ARGV("--nnodes", "3", "--master", "train-0.train:6170", "prog"), POD("train-2", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "train-[0-2]");
+    assert_string_equal(s_o.node_hosts_suffix, ".train");
+    assert_int_equal(opts_node_host(&s_o, 1, host, sizeof host, s_err, sizeof s_err), 0);
+    assert_string_equal(host, "train-1.train");
+    s_print(out, sizeof out);
+    assert_non_null(strstr(out, "Kubernetes: HOSTNAME=train-2 and the coordinator's host, each name + '.train'"));
+    assert_non_null(strstr(out, "ranked join: the pods' hosts train-0.train .. train-2.train"));
+    /* a JobSet's pod, its FQDN as host name (setHostnameAsFQDN), the coordinator's full name */
+    s_ok(ARGV("--nnodes", "12", "--master", "js-node-0-0.js.ns.svc.cluster.local:6170", "prog"),
+         POD("js-node-0-11.js.ns.svc.cluster.local", "JOB_COMPLETION_INDEX=11"));
+    assert_string_equal(s_o.node_hosts, "js-node-0-[0-11]");
+    assert_int_equal(opts_node_host(&s_o, 11, host, sizeof host, s_err, sizeof s_err), 0);
+    assert_string_equal(host, "js-node-0-11.js.ns.svc.cluster.local");
+    /* a PyTorchJob: <job>-master-0, then <job>-worker-<rank - 1>; no suffix */
+    s_ok(ARGV("prog"), POD("pt-worker-1", "PET_NODE_RANK=2", "PET_NNODES=4", "MASTER_ADDR=pt-master-0",
+                           "MASTER_PORT=23456"));
+    assert_string_equal(s_o.node_hosts, "pt-master-0,pt-worker-[0-2]");
+    assert_string_equal(s_o.node_hosts_suffix, "");
+    /* the user's list wins, and is said to */
+    s_ok(ARGV("--nnodes", "3", "--master", "train-0.train:6170", "--node-hosts", "a,b,c", "--print-config"),
+         POD("train-2", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "a,b,c");
+    assert_string_equal(s_o.node_hosts_suffix, "");
+    s_print(out, sizeof out);
+    assert_non_null(strstr(out, "ranked join: the hosts given by --node-hosts; nothing derived"));
+    /* not derived: a name without the index, a coordinator that is not rank 0's name, an elastic size */
+    s_ok(ARGV("--nnodes", "3", "--master", "train-0.train:6170", "--print-config"),
+         POD("trainer", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "");
+    s_print(out, sizeof out);
+    assert_non_null(strstr(out, "ranked join: not used: the pod's host name 'trainer' does not end in -2"));
+    s_ok(ARGV("--nnodes", "3", "--master", "10.0.0.1:6170", "prog"), POD("train-2", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "");
+    assert_non_null(strstr(s_o.node_hosts_note, "not used: the coordinator's host '10.0.0.1' is not rank 0's name"));
+    s_ok(ARGV("--nnodes", "3", "--master", "train-01.train:6170", "prog"), POD("train-2", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "");
+    s_ok(ARGV("--nnodes", "2:3", "--master", "train-0.train:6170", "prog"), POD("train-2", "JOB_COMPLETION_INDEX=2"));
+    assert_string_equal(s_o.node_hosts, "");
+    assert_non_null(strstr(s_o.node_hosts_note, "not used: an elastic --nnodes 2:3"));
+    s_ok(ARGV("--nnodes", "3", "--master", "pt-master-0:1", "prog"), POD("pt-worker-0", "PET_NODE_RANK=2"));
+    assert_string_equal(s_o.node_hosts, ""); /* worker 0 is rank 1, not 2 */
+#undef POD
+}
+
 static void test_print_config(void **state)
 {
     char out[8192];
@@ -207,7 +258,7 @@ int main(void)
         cmocka_unit_test(test_slurm_step),          cmocka_unit_test(test_explicit_sources_win),
         cmocka_unit_test(test_slurm_gpus),          cmocka_unit_test(test_slurm_refusals),
         cmocka_unit_test(test_slurm_batch_script),  cmocka_unit_test(test_kubernetes),
-        cmocka_unit_test(test_print_config),
+        cmocka_unit_test(test_kubernetes_hosts),    cmocka_unit_test(test_print_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
