@@ -48,6 +48,15 @@ int opts_parse_int(const char *val, long lo, long hi, long *out, const char *ori
     return 0;
 }
 
+int opts_parse_count(int *out, const char *val, long hi, const char *what, const char *origin, char *err, size_t errlen)
+{
+    long v;
+    if (opts_parse_int(val, 0, hi, &v, origin, what, err, errlen) < 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 int opts_parse_seconds(const char *val, double lo, int lo_inclusive, double hi, double *out, const char *origin,
                        char *err, size_t errlen)
 {

@@ -2,7 +2,6 @@
  * the setters write struct opts and nothing else. */
 #include "launcher/opts/opts_priv.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,6 @@
 
 #include "common/gpus/gpus.h"
 #include "common/idlist.h"
-#include "launcher/sched/sched_hostlist.h"
 
 #define s_copy opts_copy
 
@@ -80,24 +78,14 @@ static int s_set_tee(struct opts *o, const char *val, const char *origin, char *
     return s_copy(o->tee, sizeof o->tee, val, origin, err, errlen);
 }
 
-/* A count from 0 to hi into *out. */
-static int s_count(int *out, const char *val, long hi, const char *what, const char *origin, char *err, size_t errlen)
-{
-    long v;
-    if (s_int(val, 0, hi, &v, origin, what, err, errlen) < 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int s_set_max_restarts(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_count(&o->max_restarts, val, OPTS_MAX_RESTARTS, "the number of restarts", origin, err, errlen);
+    return opts_parse_count(&o->max_restarts, val, OPTS_MAX_RESTARTS, "the number of restarts", origin, err, errlen);
 }
 
 static int s_set_max_no_progress(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    return s_count(&o->max_no_progress, val, OPTS_MAX_RESTARTS, "the number of restarts without progress (0: off)",
+    return opts_parse_count(&o->max_no_progress, val, OPTS_MAX_RESTARTS, "the number of restarts without progress (0: off)",
                    origin, err, errlen);
 }
 
@@ -127,9 +115,6 @@ static int s_set_quiet(struct opts *o, const char *val, const char *origin, char
 {
     return opts_parse_bool(val, &o->quiet, origin, err, errlen);
 }
-
-/* Seconds in (lo, hi]: a timeout or an interval. */
-#define s_seconds(val, lo, hi, out, origin, err, errlen) opts_parse_seconds(val, lo, 0, hi, out, origin, err, errlen)
 
 static int s_set_scheduler(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {

@@ -18,11 +18,7 @@
 
 int opts_net_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)
 {
-    long v;
-    if (s_int(val, 0, OPTS_MAX_NODES - 1, &v, origin, "the number of spare nodes", err, errlen) < 0)
-        return -1;
-    o->spares = (int)v;
-    return 0;
+    return opts_parse_count(&o->spares, val, OPTS_MAX_NODES - 1, "the number of spare nodes", origin, err, errlen);
 }
 
 int opts_net_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen)

@@ -26,8 +26,7 @@ struct optdef {
 extern const struct optdef opts_defs[];
 extern const int opts_ndefs;
 
-/* opts_net.c: the setters of a multi-node job's options (size, spares, coordinator, rank, hosts, deadlines,
- * credentials, fan-out, /metrics). */
+/* opts_net.c: the setters of a multi-node job's options (size, spares, coordinator, hosts, deadlines, ...). */
 int opts_net_set_spares(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_net_set_nnodes(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
 int opts_net_set_master(struct opts *o, const char *val, const char *origin, char *err, size_t errlen);
@@ -129,9 +128,10 @@ int opts_ini_read(const char *path, opts_ini_key_fn key, void *arg, char *err, s
 int opts_copy(char *dst, size_t cap, const char *val, const char *origin, char *err, size_t errlen);
 /* true/1/yes or false/0/no into *out. */
 int opts_parse_bool(const char *val, int *out, const char *origin, char *err, size_t errlen);
-/* A whole decimal number in [lo, hi]; what names it in the message ("the number of workers"). */
+/* A whole decimal number in [lo, hi] (a count: [0, hi] into an int); what names it ("the number of workers"). */
 int opts_parse_int(const char *val, long lo, long hi, long *out, const char *origin, const char *what, char *err,
                    size_t errlen);
+int opts_parse_count(int *out, const char *val, long hi, const char *what, const char *origin, char *err, size_t errlen);
 /* Seconds above lo (or from lo, when lo_inclusive) and at most hi. */
 int opts_parse_seconds(const char *val, double lo, int lo_inclusive, double hi, double *out, const char *origin,
                        char *err, size_t errlen);
